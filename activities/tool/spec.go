@@ -1,0 +1,88 @@
+package tool
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Approval is a tool's default approval requirement. The worker's default
+// is a floor: turn input may raise it to always, never lower it.
+type Approval string
+
+const (
+	ApprovalNever  Approval = "never"
+	ApprovalAlways Approval = "always"
+)
+
+// Defaults applied by Spec.WithDefaults.
+const (
+	DefaultTimeout           = 60 * time.Second
+	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultMaxOutputBytes    = 32 * 1024
+	DefaultMaxOutputLines    = 1000
+)
+
+// Spec describes a tool to the model, to the workflow (approval, retries,
+// concurrency, timeouts) and to people.
+type Spec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Approval    Approval        `json:"approval"`
+	// Idempotent tools are retried with backoff; others run at most once.
+	Idempotent bool `json:"idempotent"`
+	// Concurrent tools may run in parallel with other calls of one step.
+	Concurrent        bool          `json:"concurrent"`
+	Timeout           time.Duration `json:"timeout"`
+	HeartbeatInterval time.Duration `json:"heartbeat_interval"`
+	// MaxOutputBytes and MaxOutputLines bound what the model is shown.
+	MaxOutputBytes int `json:"max_output_bytes"`
+	MaxOutputLines int `json:"max_output_lines"`
+}
+
+var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// WithDefaults fills unset limits and approval.
+func (s Spec) WithDefaults() Spec {
+	if s.Approval == "" {
+		s.Approval = ApprovalNever
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.HeartbeatInterval <= 0 {
+		s.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if s.MaxOutputBytes <= 0 {
+		s.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if s.MaxOutputLines <= 0 {
+		s.MaxOutputLines = DefaultMaxOutputLines
+	}
+	if len(s.Schema) == 0 {
+		s.Schema = json.RawMessage(`{"type":"object"}`)
+	}
+	return s
+}
+
+// Validate reports whether the spec is usable: a name providers accept, a
+// known approval and a schema that compiles.
+func (s Spec) Validate() error {
+	if !validName.MatchString(s.Name) {
+		return fmt.Errorf("tool name %q must be 1-64 letters, digits, '_' or '-'", s.Name)
+	}
+	if s.Description == "" {
+		return fmt.Errorf("tool %s has no description", s.Name)
+	}
+	switch s.Approval {
+	case ApprovalNever, ApprovalAlways:
+	default:
+		return fmt.Errorf("tool %s has approval %q, want never or always", s.Name, s.Approval)
+	}
+	if _, err := CompileSchema(s.Schema); err != nil {
+		return fmt.Errorf("tool %s: %w", s.Name, err)
+	}
+	return nil
+}

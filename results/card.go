@@ -1,0 +1,253 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// State is where one tool call has got to: the card a UI draws.
+type State string
+
+const (
+	StatePendingApproval   State = "pending_approval"
+	StateWaitingAnswer     State = "waiting_answer"
+	StateWaitingConnection State = "waiting_connection"
+	StateRunning           State = "running"
+	StateSucceeded         State = "succeeded"
+	StateFailed            State = "failed"
+	StateRefused           State = "refused"
+)
+
+// States lists every card state in a stable order.
+var States = []State{StatePendingApproval, StateWaitingAnswer, StateWaitingConnection, StateRunning, StateSucceeded, StateFailed, StateRefused}
+
+// Final reports whether a call in state s will not change again.
+func (s State) Final() bool {
+	return s == StateSucceeded || s == StateFailed || s == StateRefused
+}
+
+// Waiting reports whether a call in state s waits for a person.
+func (s State) Waiting() bool {
+	return s == StatePendingApproval || s == StateWaitingAnswer || s == StateWaitingConnection
+}
+
+// FailureReason says why a call failed.
+type FailureReason string
+
+const (
+	// FailureToolError is an error the tool reported for the model.
+	FailureToolError FailureReason = "tool_error"
+	// FailureInternal is a system failure; Detail stays with operators.
+	FailureInternal FailureReason = "internal_error"
+	// FailureOutcomeUnknown is a non-idempotent tool whose worker was lost
+	// while it ran: it may or may not have had its effect.
+	FailureOutcomeUnknown FailureReason = "outcome_unknown"
+)
+
+// OutcomeUnknownMessage is what the model and the person are told when a
+// non-idempotent tool's worker was lost mid-run.
+const OutcomeUnknownMessage = "outcome unknown: the worker stopped while this tool ran; it was not retried because it is not idempotent"
+
+// Failure is why a call ended failed.
+type Failure struct {
+	Reason FailureReason `json:"reason"`
+	// Message is model-visible for tool_error and outcome_unknown. For
+	// internal_error it is empty and Ref/Detail carry the facts.
+	Message string `json:"message,omitempty"`
+	Ref     string `json:"ref,omitempty"`
+	// Detail is operator-only and never rendered for the model.
+	Detail string `json:"detail,omitempty"`
+}
+
+// DecisionKind is what a person (or the host) decided about a waiting call.
+type DecisionKind string
+
+const (
+	DecisionApprove   DecisionKind = "approve"
+	DecisionDeny      DecisionKind = "deny"
+	DecisionAnswer    DecisionKind = "answer"
+	DecisionConnected DecisionKind = "connected"
+	DecisionCancel    DecisionKind = "cancel"
+	// DecisionTimeout is recorded by the host when a wait outlived its
+	// response timeout.
+	DecisionTimeout DecisionKind = "timeout"
+)
+
+// Decision is one recorded answer to a wait: who, when (workflow time),
+// what and why.
+type Decision struct {
+	Decision  DecisionKind    `json:"decision"`
+	By        string          `json:"by,omitempty"`
+	At        time.Time       `json:"at"`
+	Reason    string          `json:"reason,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Answer    json.RawMessage `json:"answer,omitempty"`
+}
+
+// Card is one tool call's current state. Which fields are set depends on
+// State; Validate enforces it.
+type Card struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	// Arguments are what the model asked for.
+	Arguments json.RawMessage `json:"arguments"`
+	// EditedArguments, when set, are what a person approved instead; the
+	// tool ran with them and the model is told.
+	EditedArguments json.RawMessage `json:"edited_arguments,omitempty"`
+	State           State           `json:"state"`
+
+	// Interrupt is the tool's question in waiting_answer, or the plan to
+	// approve in pending_approval when the tool itself asked for approval.
+	Interrupt *Interrupt `json:"interrupt,omitempty"`
+	// Connection is what waiting_connection waits for.
+	Connection *ConnectionRequired `json:"connection,omitempty"`
+	// Output is a succeeded call's result; nil means it succeeded silently.
+	Output *Success `json:"output,omitempty"`
+	// Transfer is set on a succeeded handoff.
+	Transfer *Transfer `json:"transfer,omitempty"`
+	// Failure is set exactly when State is failed.
+	Failure *Failure `json:"failure,omitempty"`
+	// Reason is set exactly when State is refused.
+	Reason string `json:"reason,omitempty"`
+
+	Decisions []Decision `json:"decisions,omitempty"`
+}
+
+// EffectiveArguments are the arguments the tool runs with.
+func (c Card) EffectiveArguments() json.RawMessage {
+	if len(c.EditedArguments) > 0 {
+		return c.EditedArguments
+	}
+	return c.Arguments
+}
+
+// Validate reports whether c holds only what makes sense in its state.
+func (c Card) Validate() error {
+	if c.CallID == "" {
+		return fmt.Errorf("card has no call_id")
+	}
+	if c.Tool == "" {
+		return fmt.Errorf("card %s has no tool", c.CallID)
+	}
+	bad := func(field string) error {
+		return fmt.Errorf("card %s in state %s must not carry %s", c.CallID, c.State, field)
+	}
+	has := map[string]bool{
+		"interrupt":  c.Interrupt != nil,
+		"connection": c.Connection != nil,
+		"output":     c.Output != nil,
+		"transfer":   c.Transfer != nil,
+		"failure":    c.Failure != nil,
+		"reason":     c.Reason != "",
+	}
+	allowed := map[State][]string{
+		StatePendingApproval:   {"interrupt"},
+		StateWaitingAnswer:     {"interrupt"},
+		StateWaitingConnection: {"connection"},
+		StateRunning:           nil,
+		StateSucceeded:         {"output", "transfer"},
+		StateFailed:            {"failure"},
+		StateRefused:           {"reason"},
+	}
+	ok, known := allowed[c.State]
+	if !known {
+		if c.State == "" {
+			return fmt.Errorf("card %s has no state", c.CallID)
+		}
+		return fmt.Errorf("card %s has unknown state %q", c.CallID, c.State)
+	}
+	for _, field := range []string{"interrupt", "connection", "output", "transfer", "failure", "reason"} {
+		if has[field] && !contains(ok, field) {
+			return bad(field)
+		}
+	}
+	switch c.State {
+	case StateWaitingAnswer:
+		if c.Interrupt == nil {
+			return fmt.Errorf("card %s waits for an answer but has no interrupt", c.CallID)
+		}
+	case StateWaitingConnection:
+		if c.Connection == nil {
+			return fmt.Errorf("card %s waits for a connection but names none", c.CallID)
+		}
+	case StateFailed:
+		if c.Failure == nil {
+			return fmt.Errorf("card %s failed without a failure", c.CallID)
+		}
+	case StateRefused:
+		if c.Reason == "" {
+			return fmt.Errorf("card %s was refused without a reason", c.CallID)
+		}
+	case StateSucceeded:
+		if c.Output != nil && c.Transfer != nil {
+			return fmt.Errorf("card %s carries both output and transfer", c.CallID)
+		}
+	}
+	if c.Interrupt != nil {
+		if err := c.Interrupt.Validate(); err != nil {
+			return fmt.Errorf("card %s: %w", c.CallID, err)
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Summary is a one-line description of the card for the CLI and logs. It
+// never includes internal error detail.
+func (c Card) Summary() string {
+	head := fmt.Sprintf("%s %s", c.CallID, c.Tool)
+	switch c.State {
+	case StatePendingApproval:
+		if c.Interrupt != nil && c.Interrupt.Plan != "" {
+			return fmt.Sprintf("%s: pending approval: %s", head, oneLine(c.Interrupt.Plan, 80))
+		}
+		return fmt.Sprintf("%s: pending approval %s", head, oneLine(string(c.EffectiveArguments()), 80))
+	case StateWaitingAnswer:
+		return fmt.Sprintf("%s: waiting for an answer: %s", head, oneLine(c.Interrupt.Prompt, 80))
+	case StateWaitingConnection:
+		return fmt.Sprintf("%s: waiting for a %s connection", head, c.Connection.Provider)
+	case StateRunning:
+		return head + ": running"
+	case StateSucceeded:
+		if c.Transfer != nil {
+			return fmt.Sprintf("%s: transferred to %s", head, c.Transfer.Target)
+		}
+		if c.Output == nil || len(c.Output.Parts) == 0 {
+			return head + ": succeeded silently"
+		}
+		return fmt.Sprintf("%s: succeeded: %s", head, oneLine(firstText(c.Output.Parts), 80))
+	case StateFailed:
+		switch c.Failure.Reason {
+		case FailureInternal:
+			return fmt.Sprintf("%s: failed: internal error (ref %s)", head, c.Failure.Ref)
+		default:
+			return fmt.Sprintf("%s: failed: %s", head, oneLine(c.Failure.Message, 80))
+		}
+	case StateRefused:
+		return fmt.Sprintf("%s: refused: %s", head, oneLine(c.Reason, 80))
+	}
+	return fmt.Sprintf("%s: %s", head, c.State)
+}
+
+func firstText(parts []Part) string {
+	for _, p := range parts {
+		switch p.Type {
+		case PartText:
+			return p.Text
+		case PartJSON:
+			return string(p.JSON)
+		case PartMedia:
+			return mediaPlaceholder(p.MediaType)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,114 @@
+package results
+
+import (
+	"fmt"
+	"strings"
+)
+
+// InternalErrorText is what the model is told about an internal error. It
+// names the reference so an operator can find the detail, and nothing else.
+func InternalErrorText(ref string) string {
+	return fmt.Sprintf("The tool failed because of an internal error (reference %s). An operator has the details; try something else or tell the user.", ref)
+}
+
+// RefusedText is what the model is told about a refused call.
+func RefusedText(reason string) string {
+	return fmt.Sprintf("This call was refused and did not run: %s. Do not retry the same call.", reason)
+}
+
+// SilentSuccessText stands in for a success with no output, since several
+// providers reject an empty tool result.
+const SilentSuccessText = "The tool succeeded with no output."
+
+// Render turns a final card into the one tool message the model sees for
+// it. It returns an error for a card that is not final: every call gets
+// exactly one message, and only once it has one outcome.
+func Render(c Card) (Message, error) {
+	if err := c.Validate(); err != nil {
+		return Message{}, err
+	}
+	m := Message{Role: RoleTool, ToolCallID: c.CallID, ToolName: c.Tool}
+	var note string
+	if len(c.EditedArguments) > 0 {
+		note = fmt.Sprintf("Note: a person edited the arguments before approving; the tool ran with %s instead of what you sent.", compactJSON(c.EditedArguments))
+	}
+	switch c.State {
+	case StateSucceeded:
+		m.Parts = renderSuccess(c)
+	case StateFailed:
+		m.IsError = true
+		switch c.Failure.Reason {
+		case FailureInternal:
+			m.Parts = []Part{TextPart(errorJSON(InternalErrorText(c.Failure.Ref)))}
+		default:
+			m.Parts = []Part{TextPart(errorJSON(c.Failure.Message))}
+		}
+	case StateRefused:
+		m.IsError = true
+		m.Parts = []Part{TextPart(errorJSON(RefusedText(c.Reason)))}
+	default:
+		return Message{}, fmt.Errorf("card %s is %s, not final: it has no tool message yet", c.CallID, c.State)
+	}
+	if note != "" {
+		m.Parts = append([]Part{TextPart(note)}, m.Parts...)
+	}
+	return m, nil
+}
+
+// RenderAll renders the final cards of one step in the given (model call)
+// order.
+func RenderAll(cards []Card) ([]Message, error) {
+	out := make([]Message, 0, len(cards))
+	for _, c := range cards {
+		m, err := Render(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func renderSuccess(c Card) []Part {
+	if c.Transfer != nil {
+		text := fmt.Sprintf("Transferred the conversation to %s.", c.Transfer.Target)
+		return []Part{TextPart(text)}
+	}
+	s := c.Output
+	if s == nil || (len(s.Parts) == 0 && len(s.Sources) == 0) {
+		return []Part{TextPart(SilentSuccessText)}
+	}
+	var parts []Part
+	var text []string
+	flush := func() {
+		if len(text) > 0 {
+			parts = append(parts, TextPart(strings.Join(text, "\n")))
+			text = nil
+		}
+	}
+	for _, p := range s.Parts {
+		switch p.Type {
+		case PartText:
+			text = append(text, p.Text)
+		case PartJSON:
+			text = append(text, compactJSON(p.JSON))
+		case PartMedia:
+			flush()
+			parts = append(parts, p)
+		}
+	}
+	if len(s.Sources) > 0 {
+		var b strings.Builder
+		b.WriteString("Sources:")
+		for i, src := range s.Sources {
+			if src.Title != "" {
+				fmt.Fprintf(&b, "\n[%d] %s <%s>", i+1, src.Title, src.URL)
+			} else {
+				fmt.Fprintf(&b, "\n[%d] <%s>", i+1, src.URL)
+			}
+		}
+		text = append(text, b.String())
+	}
+	flush()
+	return parts
+}

@@ -1,0 +1,113 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+// TruncatedMarker ends any text cut short for the model.
+const TruncatedMarker = "\n[truncated]"
+
+// Limits bound what the model is shown of one output. Zero means no limit.
+type Limits struct {
+	MaxBytes int `json:"max_bytes,omitempty"`
+	MaxLines int `json:"max_lines,omitempty"`
+}
+
+// Truncate cuts s to at most limits.MaxLines lines and limits.MaxBytes
+// bytes (marker included), never inside a UTF-8 sequence, and reports
+// whether it cut anything.
+func Truncate(s string, limits Limits) (string, bool) {
+	cut := false
+	if limits.MaxLines > 0 {
+		n := 0
+		for i := 0; i < len(s); i++ {
+			if s[i] == '\n' {
+				n++
+				if n == limits.MaxLines {
+					if i < len(s)-1 {
+						s, cut = s[:i], true
+					}
+					break
+				}
+			}
+		}
+	}
+	if limits.MaxBytes > 0 && len(s)+boolLen(cut) > limits.MaxBytes {
+		keep := limits.MaxBytes - len(TruncatedMarker)
+		if keep < 0 {
+			keep = 0
+		}
+		if keep < len(s) {
+			for keep > 0 && !utf8.RuneStart(s[keep]) {
+				keep--
+			}
+			s, cut = s[:keep], true
+		}
+	}
+	if cut {
+		return s + TruncatedMarker, true
+	}
+	return s, false
+}
+
+func boolLen(cut bool) int {
+	if cut {
+		return len(TruncatedMarker)
+	}
+	return 0
+}
+
+// TruncateOutput applies limits to a success's text parts, keeping the
+// untruncated text in Raw. Other kinds are returned unchanged.
+func (o Outcome) TruncateOutput(limits Limits) Outcome {
+	if o.Kind != KindSuccess || o.Success == nil {
+		return o
+	}
+	s := *o.Success
+	var all []string
+	parts := make([]Part, len(s.Parts))
+	cut := false
+	for i, p := range s.Parts {
+		parts[i] = p
+		if p.Type != PartText {
+			continue
+		}
+		all = append(all, p.Text)
+		if t, c := Truncate(p.Text, limits); c {
+			parts[i].Text, cut = t, true
+		}
+	}
+	if !cut {
+		return o
+	}
+	s.Parts = parts
+	s.Truncated = true
+	if s.Raw == "" {
+		s.Raw = strings.Join(all, "\n")
+	}
+	o.Success = &s
+	return o
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= max {
+		return s
+	}
+	cut := max - 1
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
