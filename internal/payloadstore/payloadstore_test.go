@@ -1,0 +1,178 @@
+package payloadstore
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/proto"
+)
+
+func storeCtx() converter.StorageDriverStoreContext {
+	return converter.StorageDriverStoreContext{Context: context.Background()}
+}
+
+func retrieveCtx() converter.StorageDriverRetrieveContext {
+	return converter.StorageDriverRetrieveContext{Context: context.Background()}
+}
+
+func payload(t *testing.T, v any) *commonpb.Payload {
+	t.Helper()
+	p, err := converter.GetDefaultDataConverter().ToPayload(v)
+	require.NoError(t, err)
+	return p
+}
+
+func TestStoreRetrieveRoundTrip(t *testing.T) {
+	d, err := New(t.TempDir())
+	require.NoError(t, err)
+	in := []*commonpb.Payload{payload(t, "first"), payload(t, map[string]int{"b": 2, "a": 1})}
+
+	claims, err := d.Store(storeCtx(), in)
+	require.NoError(t, err)
+	require.Len(t, claims, 2)
+
+	out, err := d.Retrieve(retrieveCtx(), claims)
+	require.NoError(t, err)
+	require.Len(t, out, 2)
+	for i := range in {
+		require.True(t, proto.Equal(in[i], out[i]), "payload %d", i)
+	}
+}
+
+func TestContentAddressing(t *testing.T) {
+	d, err := New(t.TempDir())
+	require.NoError(t, err)
+	p := payload(t, strings.Repeat("x", 1000))
+
+	first, err := d.Store(storeCtx(), []*commonpb.Payload{p})
+	require.NoError(t, err)
+	again, err := d.Store(storeCtx(), []*commonpb.Payload{proto.Clone(p).(*commonpb.Payload), p})
+	require.NoError(t, err)
+	require.Equal(t, first[0], again[0])
+	require.Equal(t, first[0], again[1])
+
+	key := first[0].ClaimData[claimKey]
+	require.Len(t, key, 64)
+	info, err := os.Stat(filepath.Join(d.Dir(), "objects", key[:2], key[2:]))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	objects, size, err := d.Stats()
+	require.NoError(t, err)
+	require.Equal(t, 1, objects)
+	require.Equal(t, int64(proto.Size(p)), size)
+
+	_, err = d.Store(storeCtx(), []*commonpb.Payload{payload(t, "other")})
+	require.NoError(t, err)
+	objects, _, err = d.Stats()
+	require.NoError(t, err)
+	require.Equal(t, 2, objects)
+}
+
+func TestAtomicWriteLeavesNoTempFiles(t *testing.T) {
+	d, err := New(t.TempDir())
+	require.NoError(t, err)
+	for i := range 5 {
+		_, err := d.Store(storeCtx(), []*commonpb.Payload{payload(t, i)})
+		require.NoError(t, err)
+	}
+	err = filepath.WalkDir(d.Dir(), func(path string, e os.DirEntry, err error) error {
+		require.NoError(t, err)
+		require.False(t, strings.HasPrefix(e.Name(), tempPrefix), "temp file left behind: %s", path)
+		return nil
+	})
+	require.NoError(t, err)
+
+	// A temp file a crashed writer left is not counted as an object.
+	key := strings.Repeat("ab", 32)
+	require.NoError(t, os.MkdirAll(filepath.Join(d.Dir(), "objects", "ab"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(d.Dir(), "objects", "ab", tempPrefix+"123"), []byte("half"), 0o600))
+	objects, _, err := d.Stats()
+	require.NoError(t, err)
+	require.Equal(t, 5, objects)
+	_, err = d.Retrieve(retrieveCtx(), []converter.StorageDriverClaim{{ClaimData: map[string]string{claimKey: key}}})
+	require.ErrorIs(t, err, ErrObjectMissing)
+}
+
+func TestRetrieveMissingObject(t *testing.T) {
+	d, err := New(t.TempDir())
+	require.NoError(t, err)
+	claims, err := d.Store(storeCtx(), []*commonpb.Payload{payload(t, "gone")})
+	require.NoError(t, err)
+	key := claims[0].ClaimData[claimKey]
+	require.NoError(t, os.Remove(d.objectPath(key)))
+
+	_, err = d.Retrieve(retrieveCtx(), claims)
+	require.ErrorIs(t, err, ErrObjectMissing)
+	require.ErrorContains(t, err, key)
+}
+
+func TestRetrieveCorruptObject(t *testing.T) {
+	d, err := New(t.TempDir())
+	require.NoError(t, err)
+	p := payload(t, "precious")
+	claims, err := d.Store(storeCtx(), []*commonpb.Payload{p})
+	require.NoError(t, err)
+	key := claims[0].ClaimData[claimKey]
+	path := d.objectPath(key)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	data[len(data)-1] ^= 0xff
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+
+	_, err = d.Retrieve(retrieveCtx(), claims)
+	require.ErrorIs(t, err, ErrObjectCorrupt)
+	require.ErrorContains(t, err, key)
+
+	// Storing the payload again repairs the damaged object.
+	_, err = d.Store(storeCtx(), []*commonpb.Payload{p})
+	require.NoError(t, err)
+	out, err := d.Retrieve(retrieveCtx(), claims)
+	require.NoError(t, err)
+	require.True(t, proto.Equal(p, out[0]))
+}
+
+func TestRetrieveRejectsBadClaims(t *testing.T) {
+	d, err := New(t.TempDir())
+	require.NoError(t, err)
+	for name, claim := range map[string]map[string]string{
+		"no key":    {},
+		"traversal": {claimKey: "../../../../etc/passwd"},
+		"short":     {claimKey: "abcd"},
+		"uppercase": {claimKey: strings.Repeat("AB", 32)},
+		"not hex":   {claimKey: strings.Repeat("zz", 32)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := d.Retrieve(retrieveCtx(), []converter.StorageDriverClaim{{ClaimData: claim}})
+			require.ErrorContains(t, err, "no valid sha256 key")
+		})
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	d, err := New(t.TempDir())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = d.Store(converter.StorageDriverStoreContext{Context: ctx}, []*commonpb.Payload{payload(t, 1)})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestNewRejectsEmptyDir(t *testing.T) {
+	_, err := New("")
+	require.Error(t, err)
+}
+
+func TestExternalStorageConfig(t *testing.T) {
+	s, err := ExternalStorage(t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, Threshold, s.PayloadSizeThreshold)
+	require.Len(t, s.Drivers, 1)
+	require.Equal(t, DriverName, s.Drivers[0].Name())
+}
