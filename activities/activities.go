@@ -1,0 +1,73 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tollgate-dev/tollgate/activities/model"
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/activities/transcript"
+)
+
+// Activity type names, as registered by RegisterActivity on *Activities.
+const (
+	RunToolName       = "RunTool"
+	CallModelName     = "CallModel"
+	DescribeToolsName = "DescribeTools"
+)
+
+// Application error types the workflow branches on.
+const (
+	// ErrTypeUnknownTool: a turn asked for a tool this worker does not have.
+	ErrTypeUnknownTool = "UnknownTool"
+	// ErrTypeTranscriptMissing: the stored conversation could not be found;
+	// the workflow resends the whole conversation.
+	ErrTypeTranscriptMissing = "TranscriptMissing"
+	// ErrTypeModelRejected: the provider refused the request (bad request,
+	// authentication, unknown model); retrying will not help.
+	ErrTypeModelRejected = "ModelRejected"
+	// ErrTypeModelUnavailable: a transient provider failure.
+	ErrTypeModelUnavailable = "ModelUnavailable"
+)
+
+// ModelResolver finds the provider for a "provider:name" model string.
+type ModelResolver interface {
+	Resolve(model string) (model.Provider, string, error)
+}
+
+// Activities holds what the activities need. Register it with
+// worker.RegisterActivity; the method names are the activity types.
+type Activities struct {
+	Tools       *tool.Registry
+	Models      ModelResolver
+	Transcripts *transcript.Store
+	// Workspace is the directory file and shell tools are confined to.
+	Workspace string
+}
+
+// DescribeTools returns the specs of the named tools, in the order asked.
+// The workflow records them so that approval defaults, retries and
+// timeouts stay fixed for the whole turn even if the worker changes.
+func (a *Activities) DescribeTools(_ context.Context, names []string) ([]tool.Spec, error) {
+	specs := make([]tool.Spec, 0, len(names))
+	var unknown []string
+	for _, n := range names {
+		t, ok := a.Tools.Get(n)
+		if !ok {
+			unknown = append(unknown, n)
+			continue
+		}
+		specs = append(specs, t.Spec().WithDefaults())
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("unknown tool(s) %s; this worker offers: %s", strings.Join(unknown, ", "), strings.Join(a.Tools.Names(), ", ")),
+			ErrTypeUnknownTool, nil)
+	}
+	return specs, nil
+}

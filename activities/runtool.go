@@ -1,0 +1,170 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// RunToolInput is one run of one tool call.
+type RunToolInput struct {
+	TurnID    string          `json:"turn_id"`
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	// Resume carries a person's answer when an earlier run was interrupted
+	// or needed a connection.
+	Resume *tool.Resume `json:"resume,omitempty"`
+	// WorkDir is relative to the workspace; empty is the workspace itself.
+	WorkDir string `json:"workdir,omitempty"`
+	User    string `json:"user,omitempty"`
+}
+
+// RunTool runs a tool and returns its typed outcome. A tool's own failure,
+// panic or timeout is an outcome; only infrastructure trouble (and a
+// Retryable error from an idempotent tool) is an activity error.
+func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outcome, error) {
+	logger := activity.GetLogger(ctx)
+	info := activity.GetInfo(ctx)
+	ref := fmt.Sprintf("%s/%s/%d", in.TurnID, in.CallID, info.Attempt)
+
+	t, ok := a.Tools.Get(in.Tool)
+	if !ok {
+		return results.FailTool("unknown tool %q", in.Tool), nil
+	}
+	spec := t.Spec().WithDefaults()
+	schema, err := tool.CompileSchema(spec.Schema)
+	if err != nil {
+		logger.Error("Tool schema does not compile", "tool", in.Tool, "ref", ref, "error", err)
+		return results.FailInternal(ref, err.Error()), nil
+	}
+	if err := schema.Validate(in.Arguments); err != nil {
+		return results.FailTool("invalid arguments for %s: %v", in.Tool, err), nil
+	}
+	workDir, err := a.workDir(in.WorkDir)
+	if err != nil {
+		return results.FailTool("%v", err), nil
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, spec.Timeout)
+	defer cancel()
+	stopBeat := heartbeat(runCtx, spec.HeartbeatInterval)
+	defer stopBeat()
+
+	out, err := runRecovered(runCtx, t, tool.Call{
+		TurnID:    in.TurnID,
+		CallID:    in.CallID,
+		Arguments: in.Arguments,
+		Resume:    in.Resume,
+		Workspace: a.Workspace,
+		WorkDir:   workDir,
+		User:      in.User,
+	})
+	switch {
+	case ctx.Err() != nil:
+		// The workflow cancelled the call or the activity timed out: report
+		// it as such rather than as the tool's outcome.
+		return results.Outcome{}, ctx.Err()
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		return results.FailTool("%s timed out after %s", in.Tool, spec.Timeout), nil
+	case err != nil:
+		if tool.IsRetryable(err) && spec.Idempotent {
+			logger.Warn("Tool failed; retrying", "tool", in.Tool, "ref", ref, "error", err)
+			return results.Outcome{}, temporal.NewApplicationErrorWithCause("tool failed transiently", "ToolRetryable", err)
+		}
+		logger.Error("Tool failed", "tool", in.Tool, "ref", ref, "error", err)
+		return results.FailInternal(ref, err.Error()), nil
+	}
+	// A tool's own internal error gets this run's reference. This must
+	// happen before Validate, which rejects an internal error without one.
+	if out.Kind == results.KindInternalError && out.Internal != nil && out.Internal.Ref == "" {
+		internal := *out.Internal
+		internal.Ref = ref
+		out.Internal = &internal
+	}
+	if err := out.Validate(); err != nil {
+		logger.Error("Tool returned a malformed outcome", "tool", in.Tool, "ref", ref, "error", err)
+		return results.FailInternal(ref, "malformed outcome: "+err.Error()), nil
+	}
+	if out.Kind == results.KindSuccess && out.Success.WorkDir != "" {
+		rel, err := a.relWorkDir(out.Success.WorkDir)
+		if err != nil {
+			logger.Warn("Tool reported a working directory outside the workspace; ignored", "tool", in.Tool, "ref", ref)
+			rel = ""
+		}
+		out = out.WithWorkDir(rel)
+	}
+	return out.TruncateOutput(results.Limits{MaxBytes: spec.MaxOutputBytes, MaxLines: spec.MaxOutputLines}), nil
+}
+
+// runRecovered turns a panic into an internal error: the stack goes to the
+// log, never into the outcome the model sees.
+func runRecovered(ctx context.Context, t tool.Tool, call tool.Call) (out results.Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			activity.GetLogger(ctx).Error("Tool panicked", "tool", t.Spec().Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			out, err = results.Outcome{}, fmt.Errorf("tool %s panicked: %v", t.Spec().Name, r)
+		}
+	}()
+	return t.Run(ctx, call)
+}
+
+// heartbeat reports liveness so that a lost worker is noticed within the
+// heartbeat timeout rather than the whole start-to-close timeout.
+func heartbeat(ctx context.Context, every time.Duration) func() {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	// Wait for the goroutine so that no heartbeat is sent after the
+	// activity has returned its result.
+	return func() { close(done); <-exited }
+}
+
+func (a *Activities) workDir(rel string) (string, error) {
+	if rel == "" {
+		return a.Workspace, nil
+	}
+	if filepath.IsAbs(rel) {
+		return "", fmt.Errorf("working directory %q must be relative to the workspace", rel)
+	}
+	p := filepath.Join(a.Workspace, rel)
+	if _, err := a.relWorkDir(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+func (a *Activities) relWorkDir(abs string) (string, error) {
+	rel, err := filepath.Rel(a.Workspace, abs)
+	if err != nil || rel == ".." || (len(rel) > 2 && rel[:3] == ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("working directory %q is outside the workspace", abs)
+	}
+	if rel == "." {
+		return "", nil
+	}
+	return rel, nil
+}

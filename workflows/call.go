@@ -1,0 +1,384 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tollgate-dev/tollgate/activities"
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// maxCardRaw bounds the raw output kept on a card. Cards travel in query
+// answers and in the result; the whole raw output stays retrievable in the
+// RunTool activity's result in history (externally stored when large).
+const maxCardRaw = 64 * 1024
+
+// call is one tool call's lifecycle inside the workflow.
+type call struct {
+	card    results.Card
+	modelID string
+	spec    tool.Spec
+	// resume is the person's answer the next run carries.
+	resume *tool.Resume
+	// pending is an accepted response its call has not applied yet.
+	pending   *Response
+	pendingAt time.Time
+	// applied counts applied responses, so an update handler knows when
+	// its own has taken effect.
+	applied int
+	// queued is set while a non-concurrent call waits for its turn.
+	queued bool
+}
+
+func (c *call) accept(ctx workflow.Context, r Response) {
+	c.pending = &r
+	c.pendingAt = workflow.Now(ctx)
+}
+
+// startCalls makes a card for each call of one step. Calls that cannot run
+// (unknown tool, arguments that are not JSON or do not fit the schema) fail
+// at once, before anyone is asked to approve them.
+func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
+	step := make([]*call, 0, len(toolCalls))
+	for i, tc := range toolCalls {
+		c := &call{modelID: tc.ID}
+		c.card.CallID = t.uniqueCallID(tc.ID, i)
+		c.card.Tool = tc.Name
+		if tc.Name == "" {
+			c.card.Tool = "(unnamed)"
+		}
+		args := json.RawMessage(tc.Arguments)
+		if strings.TrimSpace(tc.Arguments) == "" {
+			args = json.RawMessage(`{}`)
+		}
+		spec, known := t.specs[tc.Name]
+		c.spec = spec
+		switch {
+		case !json.Valid(args):
+			// Keep what the model sent, as a JSON string, for people to see.
+			quoted, _ := json.Marshal(tc.Arguments)
+			c.card.Arguments = quoted
+			c.fail(results.FailureToolError, "the arguments are not valid JSON; send a JSON object matching the tool's schema", "", "")
+		case !known:
+			c.card.Arguments = compact(args)
+			c.fail(results.FailureToolError, fmt.Sprintf("unknown tool %q; available tools: %s", tc.Name, strings.Join(t.in.Tools, ", ")), "", "")
+		default:
+			c.card.Arguments = compact(args)
+			if err := t.schemas[tc.Name].Validate(args); err != nil {
+				c.fail(results.FailureToolError, fmt.Sprintf("invalid arguments for %s: %v", tc.Name, err), "", "")
+			} else if t.in.Policy.needsApproval(spec) {
+				c.card.State = results.StatePendingApproval
+			} else {
+				c.card.State = results.StateRunning
+			}
+		}
+		t.calls = append(t.calls, c)
+		step = append(step, c)
+	}
+	return step
+}
+
+// uniqueCallID keeps call ids unique across the turn: some models reuse
+// ids such as "call_0" every step, and respond must name one call.
+func (t *turn) uniqueCallID(id string, i int) string {
+	if id == "" {
+		id = fmt.Sprintf("call_%d_%d", t.step, i+1)
+	}
+	if t.find(id) == nil {
+		return id
+	}
+	for n := 2; ; n++ {
+		if alt := fmt.Sprintf("%s_%d", id, n); t.find(alt) == nil {
+			return alt
+		}
+	}
+}
+
+// runCalls drives every call of a step to a final state. Each call runs in
+// its own coroutine, so waits and runs overlap; the step ends when all are
+// final, even if the turn was cancelled meanwhile.
+func (t *turn) runCalls(ctx workflow.Context, step []*call) {
+	done := 0
+	for _, c := range step {
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer func() { done++ }()
+			t.drive(ctx, c)
+		})
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	_ = workflow.Await(dctx, func() bool { return done == len(step) })
+}
+
+func (t *turn) drive(ctx workflow.Context, c *call) {
+	for !c.card.State.Final() {
+		if c.card.State.Waiting() {
+			t.wait(ctx, c)
+		} else {
+			t.execute(ctx, c)
+		}
+	}
+}
+
+// wait parks the call until a response arrives, the response timeout
+// passes, or the turn is cancelled.
+func (t *turn) wait(ctx workflow.Context, c *call) {
+	timeout := t.in.Policy.responseTimeout()
+	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+		Timeout:      timeout,
+		TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("%s %s: %s", c.card.CallID, c.card.Tool, c.card.State)},
+	}, func() bool { return c.pending != nil })
+	switch {
+	case err != nil:
+		c.record(ctx, results.Decision{Decision: results.DecisionCancel, By: "tollgate", Reason: "the turn was cancelled"})
+		c.endWait("the turn was cancelled while this call waited", "")
+	case !ok:
+		reason := "no response within " + formatDuration(timeout)
+		c.record(ctx, results.Decision{Decision: results.DecisionTimeout, By: "tollgate", Reason: reason})
+		c.endWait(reason, "")
+	default:
+		t.apply(c)
+	}
+	c.applied++
+}
+
+// apply carries out an accepted response.
+func (t *turn) apply(c *call) {
+	r := *c.pending
+	c.pending = nil
+	c.card.Decisions = append(c.card.Decisions, results.Decision{
+		Decision:  r.Decision,
+		By:        r.By,
+		At:        c.pendingAt,
+		Reason:    r.Reason,
+		Arguments: compact(r.Arguments),
+		Answer:    compact(r.Answer),
+	})
+	switch r.Decision {
+	case results.DecisionApprove:
+		if len(r.Arguments) > 0 && !jsonEqual(r.Arguments, c.card.EffectiveArguments()) {
+			c.card.EditedArguments = compact(r.Arguments)
+		}
+		if c.card.Interrupt != nil {
+			// The tool itself asked; it runs again knowing it was approved.
+			c.resume = &tool.Resume{Decision: r.Decision, By: r.By}
+		}
+		c.setRunning()
+	case results.DecisionDeny:
+		reason := r.Reason
+		if reason == "" {
+			reason = "denied by " + byOrAnonymous(r.By) + " (no reason given)"
+		}
+		c.refuse(reason)
+	case results.DecisionAnswer, results.DecisionConnected:
+		c.resume = &tool.Resume{Decision: r.Decision, Answer: compact(r.Answer), By: r.By}
+		c.setRunning()
+	case results.DecisionCancel:
+		reason := r.Reason
+		if reason == "" {
+			reason = "cancelled by " + byOrAnonymous(r.By)
+		}
+		c.endWait(reason, r.By)
+	}
+}
+
+// endWait ends a wait without running the tool: a declined connection is a
+// tool error (the model can carry on without it), anything else a refusal.
+func (c *call) endWait(reason, by string) {
+	if c.card.State == results.StateWaitingConnection {
+		provider := c.card.Connection.Provider
+		c.fail(results.FailureToolError, fmt.Sprintf("the user did not connect %s (%s), so the tool did not run", provider, reason), "", "")
+		return
+	}
+	c.refuse(reason)
+}
+
+func (c *call) record(ctx workflow.Context, d results.Decision) {
+	d.At = workflow.Now(ctx)
+	c.card.Decisions = append(c.card.Decisions, d)
+}
+
+// execute runs the tool once (Temporal retries idempotent tools) and moves
+// the card to what the outcome says.
+func (t *turn) execute(ctx workflow.Context, c *call) {
+	if !c.spec.Concurrent {
+		c.queued = true
+		err := workflow.Await(ctx, func() bool { return !t.exclusive && t.nextQueued() == c })
+		c.queued = false
+		if err != nil {
+			c.refuse("the turn was cancelled before this call ran")
+			return
+		}
+		t.exclusive = true
+		defer func() { t.exclusive = false }()
+	}
+	if ctx.Err() != nil {
+		c.refuse("the turn was cancelled before this call ran")
+		return
+	}
+	actx := workflow.WithActivityOptions(ctx, runOptions(c.spec))
+	var out results.Outcome
+	err := workflow.ExecuteActivity(actx, activities.RunToolName, activities.RunToolInput{
+		TurnID:    t.id,
+		CallID:    c.card.CallID,
+		Tool:      c.card.Tool,
+		Arguments: c.card.EffectiveArguments(),
+		Resume:    c.resume,
+		WorkDir:   t.workDir,
+		User:      t.in.User,
+	}).Get(ctx, &out)
+	c.resume = nil
+	if err != nil {
+		t.runFailed(ctx, c, err)
+		return
+	}
+	t.applyOutcome(ctx, c, out)
+}
+
+// nextQueued is the first queued call in call order: non-concurrent calls
+// run one at a time, in the order the model made them.
+func (t *turn) nextQueued() *call {
+	for _, c := range t.calls {
+		if c.queued {
+			return c
+		}
+	}
+	return nil
+}
+
+// runOptions derives retries from the spec. A non-idempotent tool gets one
+// attempt: if its worker dies, the heartbeat timeout ends it and the turn
+// reports the outcome as unknown instead of running it twice.
+func runOptions(spec tool.Spec) workflow.ActivityOptions {
+	opts := workflow.ActivityOptions{
+		// RunTool enforces spec.Timeout itself and reports it as a tool
+		// error; the slack covers validation and result upload.
+		StartToCloseTimeout: spec.Timeout + 30*time.Second,
+		HeartbeatTimeout:    3 * spec.HeartbeatInterval,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	}
+	if spec.Idempotent {
+		opts.RetryPolicy = &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			MaximumAttempts:    5,
+		}
+	}
+	return opts
+}
+
+func (t *turn) runFailed(ctx workflow.Context, c *call, err error) {
+	var timeoutErr *temporal.TimeoutError
+	switch {
+	case ctx.Err() != nil:
+		c.fail(results.FailureToolError, "the turn was cancelled while this tool ran; it was stopped and its outcome is unknown", "", "")
+	case !c.spec.Idempotent && errors.As(err, &timeoutErr):
+		workflow.GetLogger(ctx).Warn("Worker lost while a non-idempotent tool ran", "call_id", c.card.CallID, "tool", c.card.Tool)
+		c.fail(results.FailureOutcomeUnknown, results.OutcomeUnknownMessage, "", "")
+	default:
+		ref := fmt.Sprintf("%s/%s", t.id, c.card.CallID)
+		workflow.GetLogger(ctx).Error("Tool activity failed", "ref", ref, "tool", c.card.Tool, "error", err)
+		c.fail(results.FailureInternal, "", ref, err.Error())
+	}
+}
+
+func (t *turn) applyOutcome(ctx workflow.Context, c *call, out results.Outcome) {
+	switch out.Kind {
+	case results.KindSuccess:
+		s := *out.Success
+		if len(s.Raw) > maxCardRaw {
+			s.Raw = ""
+		}
+		if s.WorkDir != "" {
+			t.workDir = s.WorkDir
+		}
+		c.clear()
+		c.card.State = results.StateSucceeded
+		c.card.Output = &s
+	case results.KindToolError:
+		c.fail(results.FailureToolError, out.ToolError.Message, "", "")
+	case results.KindInternalError:
+		workflow.GetLogger(ctx).Error("Tool reported an internal error", "ref", out.Internal.Ref, "tool", c.card.Tool)
+		c.fail(results.FailureInternal, "", out.Internal.Ref, out.Internal.Detail)
+	case results.KindInterrupt:
+		c.clear()
+		c.card.Interrupt = out.Interrupt
+		c.card.State = results.StateWaitingAnswer
+		if out.Interrupt.Type == results.InterruptApproval {
+			c.card.State = results.StatePendingApproval
+		}
+	case results.KindConnectionRequired:
+		c.clear()
+		c.card.Connection = out.Connection
+		c.card.State = results.StateWaitingConnection
+	case results.KindTransfer:
+		c.clear()
+		c.card.State = results.StateSucceeded
+		c.card.Transfer = out.Transfer
+		if t.transfer == nil {
+			t.transfer = out.Transfer
+		}
+	default:
+		c.fail(results.FailureInternal, "", fmt.Sprintf("%s/%s", t.id, c.card.CallID), fmt.Sprintf("unknown outcome kind %q", out.Kind))
+	}
+}
+
+// clear drops the fields of the previous state so the card only ever holds
+// what its current state allows.
+func (c *call) clear() {
+	c.card.Interrupt, c.card.Connection, c.card.Output = nil, nil, nil
+	c.card.Transfer, c.card.Failure, c.card.Reason = nil, nil, ""
+}
+
+func (c *call) setRunning() {
+	c.clear()
+	c.card.State = results.StateRunning
+}
+
+func (c *call) refuse(reason string) {
+	c.clear()
+	c.card.State = results.StateRefused
+	c.card.Reason = reason
+}
+
+func (c *call) fail(reason results.FailureReason, message, ref, detail string) {
+	c.clear()
+	c.card.State = results.StateFailed
+	c.card.Failure = &results.Failure{Reason: reason, Message: message, Ref: ref, Detail: detail}
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	return string(compact(a)) == string(compact(b))
+}
+
+// formatDuration writes 24h rather than 24h0m0s.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/activities/model"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// Names other systems depend on. Changing one breaks every caller.
+const (
+	WorkflowName     = "AgentTurn"
+	DefaultTaskQueue = "tollgate"
+	// RespondName is both the Update (with a validator, returns the call's
+	// new card) and the Signal (for systems that can only signal).
+	RespondName = "respond"
+	StateQuery  = "state"
+)
+
+// Defaults for omitted input.
+const (
+	DefaultMaxSteps        = 16
+	DefaultResponseTimeout = 24 * time.Hour
+)
+
+// Input starts one turn.
+type Input struct {
+	Prompt string `json:"prompt"`
+	// Messages is the conversation so far, oldest first.
+	Messages []results.Message `json:"messages,omitempty"`
+	Model    string            `json:"model"`
+	System   string            `json:"system,omitempty"`
+	Tools    []string          `json:"tools,omitempty"`
+	Policy   Policy            `json:"policy,omitempty"`
+	MaxSteps int               `json:"max_steps,omitempty"`
+	// User owns the turn; tools look up account connections for them.
+	User   string       `json:"user,omitempty"`
+	Params model.Params `json:"params,omitempty"`
+}
+
+// OnTimeout says what happens to a wait that outlives the response timeout.
+type OnTimeout string
+
+const OnTimeoutDeny OnTimeout = "deny"
+
+// Policy is the turn's approval and waiting policy.
+type Policy struct {
+	// Approval maps a tool name (or "*" for every tool) to "always" or
+	// "never". It can only raise a tool's default: "never" on a tool whose
+	// worker default is "always" still asks.
+	Approval        map[string]string `json:"approval,omitempty"`
+	ResponseTimeout Duration          `json:"response_timeout,omitempty"`
+	OnTimeout       OnTimeout         `json:"on_timeout,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("24h",
+// "90m") in JSON.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"24h\" or \"90m\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Response is the payload of the respond Update and Signal.
+type Response struct {
+	CallID   string               `json:"call_id"`
+	Decision results.DecisionKind `json:"decision"`
+	Reason   string               `json:"reason,omitempty"`
+	// Arguments, with approve, replace the model's arguments.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Answer, with answer, is the chosen option id or the answer (JSON).
+	Answer json.RawMessage `json:"answer,omitempty"`
+	By     string          `json:"by,omitempty"`
+}
+
+// Status is where the whole turn has got to.
+type Status string
+
+const (
+	StatusRunning Status = "running"
+	// StatusWaiting: at least one call waits for a person.
+	StatusWaiting     Status = "waiting"
+	StatusCompleted   Status = "completed"
+	StatusFailed      Status = "failed"
+	StatusCancelled   Status = "cancelled"
+	StatusTransferred Status = "transferred"
+	StatusMaxSteps    Status = "max_steps"
+)
+
+// Final reports whether the turn has ended.
+func (s Status) Final() bool {
+	return s != StatusRunning && s != StatusWaiting && s != ""
+}
+
+// State is what the state Query returns.
+type State struct {
+	Status Status `json:"status"`
+	Step   int    `json:"step"`
+	// Cards holds every call of the turn so far, in call order.
+	Cards []results.Card `json:"cards"`
+	// InvalidSignals counts respond Signals that were dropped because they
+	// did not validate; LastInvalidSignal says why the last one was.
+	InvalidSignals    int    `json:"invalid_signals"`
+	LastInvalidSignal string `json:"last_invalid_signal,omitempty"`
+}
+
+// Result is what a turn returns, whatever its status.
+type Result struct {
+	Status Status `json:"status"`
+	// Text is the model's last text.
+	Text string `json:"text"`
+	// Messages are the messages this turn added (the prompt onward).
+	Messages []results.Message `json:"messages"`
+	Cards    []results.Card    `json:"cards"`
+	// Transfer is set when the status is transferred.
+	Transfer *results.Transfer `json:"transfer,omitempty"`
+	// Error says why a failed turn failed.
+	Error          string      `json:"error,omitempty"`
+	Steps          int         `json:"steps"`
+	Usage          model.Usage `json:"usage"`
+	InvalidSignals int         `json:"invalid_signals"`
+}

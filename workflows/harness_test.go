@@ -1,0 +1,260 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tollgate-dev/tollgate/activities"
+	"github.com/tollgate-dev/tollgate/activities/model"
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/activities/transcript"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// fakeModel plays replies in order: reply i answers a conversation that
+// already holds i assistant messages, so it is stateless and retry-safe.
+// It records every request so tests can assert exactly what the model saw.
+type fakeModel struct {
+	mu       sync.Mutex
+	replies  []results.Message
+	requests []model.Request
+}
+
+func (f *fakeModel) Resolve(string) (model.Provider, string, error) { return f, "fake", nil }
+
+func (f *fakeModel) Complete(_ context.Context, req model.Request) (model.Response, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, req)
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == results.RoleAssistant {
+			n++
+		}
+	}
+	if n >= len(f.replies) {
+		return model.Response{}, &model.Error{Message: fmt.Sprintf("script has %d replies; asked for reply %d", len(f.replies), n+1)}
+	}
+	return model.Response{Message: f.replies[n], Usage: model.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+}
+
+// last returns the messages of the last request.
+func (f *fakeModel) last() []results.Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[len(f.requests)-1].Messages
+}
+
+func calls(text string, cs ...results.ToolCall) results.Message {
+	m := results.Message{Role: results.RoleAssistant, ToolCalls: cs}
+	if text != "" {
+		m.Parts = []results.Part{results.TextPart(text)}
+	}
+	return m
+}
+
+func tc(id, name, args string) results.ToolCall {
+	return results.ToolCall{ID: id, Name: name, Arguments: args}
+}
+
+// toolLog records which tools ran, in order, with what.
+type toolLog struct {
+	mu   sync.Mutex
+	runs []string
+}
+
+func (l *toolLog) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.runs = append(l.runs, s)
+}
+
+func (l *toolLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.runs...)
+}
+
+type textArgs struct {
+	Text string `json:"text"`
+}
+
+type writeArgs struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+type askArgs struct {
+	Prompt string `json:"prompt"`
+}
+
+// testTools are small tools covering every outcome kind and every spec
+// flag the workflow branches on.
+func testTools(t *testing.T, log *toolLog, connected *sync.Map) []tool.Tool {
+	t.Helper()
+	echo := tool.MustFunc(tool.Spec{Name: "echo", Description: "Echo text.", Idempotent: true, Concurrent: true},
+		func(_ context.Context, call tool.Call, a textArgs) (results.Outcome, error) {
+			log.add("echo:" + a.Text)
+			return results.SucceedText(a.Text), nil
+		})
+	write := tool.MustFunc(tool.Spec{Name: "write", Description: "Write a file.", Approval: tool.ApprovalAlways, Idempotent: true},
+		func(_ context.Context, call tool.Call, a writeArgs) (results.Outcome, error) {
+			log.add("write:" + a.Path + "=" + a.Content)
+			return results.SucceedText("wrote " + a.Path), nil
+		})
+	step := tool.MustFunc(tool.Spec{Name: "step", Description: "A sequential step.", Idempotent: true},
+		func(_ context.Context, call tool.Call, a textArgs) (results.Outcome, error) {
+			log.add("step:" + a.Text)
+			return results.SucceedText("did " + a.Text), nil
+		})
+	ask := tool.MustFunc(tool.Spec{Name: "ask", Description: "Ask the user to choose.", Idempotent: true, Concurrent: true},
+		func(_ context.Context, call tool.Call, a askArgs) (results.Outcome, error) {
+			if call.Resume == nil {
+				return results.NeedChoice(a.Prompt, results.Option{ID: "formal"}, results.Option{ID: "casual"}), nil
+			}
+			var answer string
+			if err := json.Unmarshal(call.Resume.Answer, &answer); err != nil {
+				return results.Outcome{}, err
+			}
+			log.add("ask:" + answer)
+			return results.SucceedText("the user chose " + answer), nil
+		})
+	issues := tool.MustFunc(tool.Spec{Name: "issues", Description: "List issues (needs a connection).", Idempotent: true, Concurrent: true},
+		func(_ context.Context, call tool.Call, _ struct{}) (results.Outcome, error) {
+			if _, ok := connected.Load("github"); !ok {
+				return results.NeedConnection("github", "connect your code host account", "repo"), nil
+			}
+			log.add("issues")
+			return results.SucceedText("#1 crash on start"), nil
+		})
+	handoff := tool.MustFunc(tool.Spec{Name: "handoff", Description: "Hand off.", Idempotent: true},
+		func(_ context.Context, call tool.Call, a textArgs) (results.Outcome, error) {
+			return results.TransferTo(a.Text, "over to you"), nil
+		})
+	boom := tool.MustFunc(tool.Spec{Name: "boom", Description: "Fails internally.", Idempotent: true, Concurrent: true},
+		func(_ context.Context, call tool.Call, _ struct{}) (results.Outcome, error) {
+			return results.Outcome{}, fmt.Errorf("database password=hunter2 rejected")
+		})
+	slow := tool.MustFunc(tool.Spec{Name: "slow", Description: "Runs until cancelled.", Concurrent: true, HeartbeatInterval: 100 * time.Millisecond},
+		func(ctx context.Context, call tool.Call, _ struct{}) (results.Outcome, error) {
+			log.add("slow:start")
+			select {
+			case <-ctx.Done():
+				return results.Outcome{}, ctx.Err()
+			case <-time.After(30 * time.Second):
+				return results.SucceedText("finished"), nil
+			}
+		})
+	return []tool.Tool{echo, write, step, ask, issues, handoff, boom, slow}
+}
+
+type harness struct {
+	env       *testsuite.TestWorkflowEnvironment
+	model     *fakeModel
+	log       *toolLog
+	connected *sync.Map
+}
+
+func newHarness(t *testing.T, replies ...results.Message) *harness {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	h := &harness{env: env, model: &fakeModel{replies: replies}, log: &toolLog{}, connected: &sync.Map{}}
+	reg, err := tool.NewRegistry(testTools(t, h.log, h.connected)...)
+	require.NoError(t, err)
+	store, err := transcript.NewStore(t.TempDir())
+	require.NoError(t, err)
+	env.RegisterWorkflowWithOptions(AgentTurn, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterActivity(&activities.Activities{Tools: reg, Models: h.model, Transcripts: store, Workspace: t.TempDir()})
+	return h
+}
+
+func (h *harness) run(t *testing.T, in Input) Result {
+	t.Helper()
+	if in.Model == "" {
+		in.Model = "fake:model"
+	}
+	h.env.ExecuteWorkflow(WorkflowName, in)
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	var res Result
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	return res
+}
+
+// respond sends the respond Update at delay and records how it ended.
+func (h *harness) respond(delay time.Duration, r Response, got *updateOutcome) {
+	h.env.RegisterDelayedCallback(func() { h.update(r, got) }, delay)
+}
+
+// respondTwice sends two updates back to back, before the workflow runs
+// in between.
+func (h *harness) respondTwice(delay time.Duration, a, b Response, gotA, gotB *updateOutcome) {
+	h.env.RegisterDelayedCallback(func() {
+		h.update(a, gotA)
+		h.update(b, gotB)
+	}, delay)
+}
+
+var updateSeq int
+
+func (h *harness) update(r Response, got *updateOutcome) {
+	updateSeq++
+	h.env.UpdateWorkflow(RespondName, fmt.Sprintf("u-%s-%s-%d", r.CallID, r.Decision, updateSeq), &testsuite.TestUpdateCallback{
+		OnAccept: func() {},
+		OnReject: func(err error) {
+			if got != nil {
+				got.rejected = err
+			}
+		},
+		OnComplete: func(v any, err error) {
+			if got != nil {
+				got.completed = true
+				got.err = err
+				if c, ok := v.(results.Card); ok {
+					got.card = c
+				}
+			}
+		},
+	}, r)
+}
+
+type updateOutcome struct {
+	rejected  error
+	completed bool
+	err       error
+	card      results.Card
+}
+
+func (h *harness) state(t *testing.T) State {
+	t.Helper()
+	v, err := h.env.QueryWorkflow(StateQuery)
+	require.NoError(t, err)
+	var s State
+	require.NoError(t, v.Get(&s))
+	return s
+}
+
+// toolTexts is the text and error flag of every tool message, in order.
+func toolTexts(ms []results.Message) []string {
+	var out []string
+	for _, m := range ms {
+		if m.Role == results.RoleTool {
+			out = append(out, fmt.Sprintf("%s error=%v %s", m.ToolCallID, m.IsError, m.Text()))
+		}
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/activities/tool"
+)
+
+// validateInput rejects a turn that cannot run, with a sentence saying why.
+func validateInput(in Input) error {
+	if in.Prompt == "" && len(in.Messages) == 0 {
+		return fmt.Errorf("the turn has neither a prompt nor messages")
+	}
+	if in.Model == "" {
+		return fmt.Errorf("the turn names no model (for example scripted:demo or openai:gpt-4.1)")
+	}
+	if in.MaxSteps < 0 {
+		return fmt.Errorf("max_steps is %d; it must be positive (or omitted for %d)", in.MaxSteps, DefaultMaxSteps)
+	}
+	for name, a := range in.Policy.Approval {
+		if a != string(tool.ApprovalAlways) && a != string(tool.ApprovalNever) {
+			return fmt.Errorf("policy.approval[%q] is %q; it must be always or never", name, a)
+		}
+	}
+	if in.Policy.ResponseTimeout < 0 {
+		return fmt.Errorf("policy.response_timeout must not be negative")
+	}
+	switch in.Policy.OnTimeout {
+	case "", OnTimeoutDeny:
+	default:
+		return fmt.Errorf("policy.on_timeout is %q; the only supported value is deny", in.Policy.OnTimeout)
+	}
+	seen := map[string]bool{}
+	for _, t := range in.Tools {
+		if seen[t] {
+			return fmt.Errorf("tool %q is listed twice", t)
+		}
+		seen[t] = true
+	}
+	return nil
+}
+
+// needsApproval applies the rule that the worker's default is a floor: the
+// turn can raise a tool to always, never lower it.
+func (p Policy) needsApproval(spec tool.Spec) bool {
+	if spec.Approval == tool.ApprovalAlways {
+		return true
+	}
+	if a, ok := p.Approval[spec.Name]; ok {
+		return a == string(tool.ApprovalAlways)
+	}
+	return p.Approval["*"] == string(tool.ApprovalAlways)
+}
+
+func (p Policy) responseTimeout() time.Duration {
+	if p.ResponseTimeout > 0 {
+		return time.Duration(p.ResponseTimeout)
+	}
+	return DefaultResponseTimeout
+}

@@ -1,0 +1,154 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// fits says which waits each decision answers.
+var fits = map[results.DecisionKind][]results.State{
+	results.DecisionApprove:   {results.StatePendingApproval},
+	results.DecisionDeny:      {results.StatePendingApproval},
+	results.DecisionAnswer:    {results.StateWaitingAnswer},
+	results.DecisionConnected: {results.StateWaitingConnection},
+	results.DecisionCancel:    {results.StatePendingApproval, results.StateWaitingAnswer, results.StateWaitingConnection},
+}
+
+// validateResponse is the respond Update's validator and the Signal's
+// check. It reads and never writes: a rejected response changes nothing.
+// Each error is a sentence a person can act on.
+func (t *turn) validateResponse(r Response) error {
+	if t.status.Final() {
+		return fmt.Errorf("the turn has ended (%s); it takes no more responses", t.status)
+	}
+	c := t.find(r.CallID)
+	if c == nil {
+		if r.CallID == "" {
+			return fmt.Errorf("the response names no call_id")
+		}
+		return fmt.Errorf("there is no call %q in this turn%s", r.CallID, t.waitingHint())
+	}
+	allowed, known := fits[r.Decision]
+	if !known {
+		return fmt.Errorf("decision %q is not one of approve, deny, answer, connected, cancel", r.Decision)
+	}
+	if c.pending != nil {
+		return fmt.Errorf("call %s already has a %s response from %s; a wait takes one answer", c.card.CallID, c.pending.Decision, byOrAnonymous(c.pending.By))
+	}
+	if !c.card.State.Waiting() {
+		msg := fmt.Sprintf("call %s is %s, not waiting for a response", c.card.CallID, c.card.State)
+		if n := len(c.card.Decisions); n > 0 {
+			d := c.card.Decisions[n-1]
+			msg += fmt.Sprintf(" (it got %s from %s)", d.Decision, byOrAnonymous(d.By))
+		}
+		return fmt.Errorf("%s", msg)
+	}
+	if !stateIn(c.card.State, allowed) {
+		return fmt.Errorf("call %s is %s; %s does not fit that wait (use %s)", c.card.CallID, c.card.State, r.Decision, decisionsFor(c.card.State))
+	}
+	switch r.Decision {
+	case results.DecisionApprove:
+		if len(r.Arguments) > 0 {
+			if err := t.schemaFor(c.card.Tool).Validate(r.Arguments); err != nil {
+				return fmt.Errorf("the edited arguments for call %s do not validate: %v", c.card.CallID, err)
+			}
+		}
+	case results.DecisionAnswer:
+		return validateAnswer(c.card.Interrupt, r.Answer)
+	}
+	if r.Decision != results.DecisionApprove && len(r.Arguments) > 0 {
+		return fmt.Errorf("arguments only go with approve")
+	}
+	if r.Decision != results.DecisionAnswer && len(r.Answer) > 0 {
+		return fmt.Errorf("an answer only goes with the answer decision")
+	}
+	return nil
+}
+
+func validateAnswer(in *results.Interrupt, answer json.RawMessage) error {
+	if len(bytes.TrimSpace(answer)) == 0 {
+		return fmt.Errorf("the answer is empty")
+	}
+	if !json.Valid(answer) {
+		return fmt.Errorf("the answer is not valid JSON (send a question's text as a JSON string, for example \"\\\"yes\\\"\")")
+	}
+	switch in.Type {
+	case results.InterruptChoice:
+		var id string
+		if err := json.Unmarshal(answer, &id); err != nil {
+			return fmt.Errorf("a choice is answered with one option id as a JSON string; options: %s", optionIDs(in.Options))
+		}
+		for _, o := range in.Options {
+			if o.ID == id {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of the options: %s", id, optionIDs(in.Options))
+	case results.InterruptQuestion:
+		if len(in.Schema) == 0 {
+			return nil
+		}
+		schema, err := tool.CompileSchema(in.Schema)
+		if err != nil {
+			return fmt.Errorf("the question's answer schema does not compile: %v", err)
+		}
+		if err := schema.Validate(answer); err != nil {
+			return fmt.Errorf("the answer does not fit the question's schema: %v", err)
+		}
+	}
+	return nil
+}
+
+func (t *turn) waitingHint() string {
+	var ids []string
+	for _, c := range t.calls {
+		if c.card.State.Waiting() {
+			ids = append(ids, c.card.CallID)
+		}
+	}
+	if len(ids) == 0 {
+		return "; no call is waiting"
+	}
+	return "; waiting: " + strings.Join(ids, ", ")
+}
+
+func optionIDs(opts []results.Option) string {
+	ids := make([]string, len(opts))
+	for i, o := range opts {
+		ids[i] = o.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+func stateIn(s results.State, list []results.State) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func decisionsFor(s results.State) string {
+	var out []string
+	for d, states := range fits {
+		if stateIn(s, states) {
+			out = append(out, string(d))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, " or ")
+}
+
+func byOrAnonymous(by string) string {
+	if by == "" {
+		return "an anonymous caller"
+	}
+	return by
+}

@@ -1,0 +1,337 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tollgate-dev/tollgate/activities"
+	"github.com/tollgate-dev/tollgate/activities/model"
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// ErrTypeInvalidInput is the failure type of a turn started with input it
+// cannot run.
+const ErrTypeInvalidInput = "InvalidTurnInput"
+
+// AgentTurn runs one agent turn: model, tools, people, until a final
+// answer, a transfer, max_steps or cancellation.
+func AgentTurn(ctx workflow.Context, in Input) (Result, error) {
+	if err := validateInput(in); err != nil {
+		return Result{}, temporal.NewNonRetryableApplicationError("invalid turn input: "+err.Error(), ErrTypeInvalidInput, nil)
+	}
+	t := &turn{in: in, status: StatusRunning}
+	if err := t.setup(ctx); err != nil {
+		return Result{}, err
+	}
+	return t.run(ctx)
+}
+
+// turn is the workflow's state. Everything in it is driven by workflow
+// events only, so it rebuilds identically on replay.
+type turn struct {
+	in      Input
+	id      string
+	specs   map[string]tool.Spec
+	schemas map[string]*tool.Schema
+	defs    []model.ToolDef
+
+	status   Status
+	step     int
+	calls    []*call
+	conv     []results.Message
+	firstNew int
+	// head names the stored conversation conv[:sent].
+	head string
+	sent int
+
+	workDir   string
+	usage     model.Usage
+	text      string
+	transfer  *results.Transfer
+	failure   string
+	exclusive bool
+
+	invalidSignals    int
+	lastInvalidSignal string
+}
+
+func (t *turn) setup(ctx workflow.Context) error {
+	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
+	if err := workflow.SetQueryHandler(ctx, StateQuery, func() (State, error) {
+		return t.snapshot(), nil
+	}); err != nil {
+		return fmt.Errorf("register state query: %w", err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, RespondName, t.onUpdate, workflow.UpdateHandlerOptions{
+		Validator: func(_ workflow.Context, r Response) error { return t.validateResponse(r) },
+	}); err != nil {
+		return fmt.Errorf("register respond update: %w", err)
+	}
+	workflow.Go(ctx, t.receiveSignals)
+
+	t.conv = append(t.conv, t.in.Messages...)
+	t.firstNew = len(t.conv)
+	if t.in.Prompt != "" {
+		t.conv = append(t.conv, results.UserText(t.in.Prompt))
+	}
+	return t.describeTools(ctx)
+}
+
+// describeTools records the worker's tool specs in history, so approval
+// defaults, retries and timeouts stay fixed for the turn even if the
+// worker is redeployed with different ones mid-turn.
+func (t *turn) describeTools(ctx workflow.Context) error {
+	t.specs = map[string]tool.Spec{}
+	t.schemas = map[string]*tool.Schema{}
+	if len(t.in.Tools) == 0 {
+		return nil
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	var specs []tool.Spec
+	if err := workflow.ExecuteLocalActivity(lctx, activities.DescribeToolsName, t.in.Tools).Get(ctx, &specs); err != nil {
+		return fmt.Errorf("describe tools: %w", err)
+	}
+	for _, s := range specs {
+		schema, err := tool.CompileSchema(s.Schema)
+		if err != nil {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool %s has a schema that does not compile: %v", s.Name, err), ErrTypeInvalidInput, nil)
+		}
+		t.specs[s.Name] = s
+		t.schemas[s.Name] = schema
+		t.defs = append(t.defs, model.ToolDef{Name: s.Name, Description: s.Description, Schema: s.Schema})
+	}
+	return nil
+}
+
+func (t *turn) run(ctx workflow.Context) (Result, error) {
+	maxSteps := t.in.MaxSteps
+	if maxSteps == 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	for t.status == StatusRunning {
+		if t.step == maxSteps {
+			t.status = StatusMaxSteps
+			break
+		}
+		t.step++
+		reply, err := t.callModel(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.status = StatusCancelled
+			} else {
+				t.status = StatusFailed
+				t.failure = modelFailure(err)
+			}
+			break
+		}
+		if text := reply.Text(); text != "" {
+			t.text = text
+		}
+		if len(reply.ToolCalls) == 0 {
+			t.status = StatusCompleted
+			break
+		}
+		step := t.startCalls(reply.ToolCalls)
+		t.runCalls(ctx, step)
+		if err := t.appendToolMessages(step); err != nil {
+			return Result{}, err
+		}
+		switch {
+		case ctx.Err() != nil:
+			t.status = StatusCancelled
+		case t.transfer != nil:
+			t.status = StatusTransferred
+		}
+	}
+	return t.finish(ctx)
+}
+
+// finish lets every update handler return before the turn does, and
+// counts signals that arrived too late to matter.
+func (t *turn) finish(ctx workflow.Context) (Result, error) {
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	if err := workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) }); err != nil {
+		return Result{}, fmt.Errorf("wait for respond handlers: %w", err)
+	}
+	ch := workflow.GetSignalChannel(dctx, RespondName)
+	for {
+		var raw json.RawMessage
+		if !ch.ReceiveAsync(&raw) {
+			break
+		}
+		t.rejectSignal(fmt.Sprintf("the turn has ended (%s)", t.status))
+	}
+	return Result{
+		Status:         t.status,
+		Text:           t.text,
+		Messages:       t.conv[t.firstNew:],
+		Cards:          t.cards(),
+		Transfer:       t.transfer,
+		Error:          t.failure,
+		Steps:          t.step,
+		Usage:          t.usage,
+		InvalidSignals: t.invalidSignals,
+	}, nil
+}
+
+// callModel sends only the messages added since the last call; the
+// activity keeps the rest in the transcript store under t.head.
+func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    2 * time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    2 * time.Minute,
+			MaximumAttempts:    10,
+		},
+	})
+	in := activities.CallModelInput{
+		TurnID:     t.id,
+		Model:      t.in.Model,
+		System:     t.in.System,
+		Transcript: t.head,
+		Messages:   t.conv[t.sent:],
+		Tools:      t.defs,
+		Params:     t.in.Params,
+	}
+	var res activities.CallModelResult
+	err := workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeTranscriptMissing {
+		workflow.GetLogger(ctx).Warn("Stored conversation missing; resending it whole")
+		in.Transcript, in.Messages = "", t.conv
+		err = workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)
+	}
+	if err != nil {
+		return results.Message{}, err
+	}
+	reply := res.Response.Message
+	reply.Role = results.RoleAssistant
+	t.conv = append(t.conv, reply)
+	t.head, t.sent = res.Transcript, len(t.conv)
+	t.usage.InputTokens += res.Response.Usage.InputTokens
+	t.usage.OutputTokens += res.Response.Usage.OutputTokens
+	return reply, nil
+}
+
+// modelFailure is the turn's error text. Provider errors are classified
+// without keys in them; anything else is summarised.
+func modelFailure(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return "the model call failed: " + appErr.Error()
+	}
+	return "the model call failed: " + err.Error()
+}
+
+func (t *turn) appendToolMessages(step []*call) error {
+	for _, c := range step {
+		m, err := results.Render(c.card)
+		if err != nil {
+			return fmt.Errorf("render call %s: %w", c.card.CallID, err)
+		}
+		// The provider matches results to calls by its own ids.
+		m.ToolCallID = c.modelID
+		t.conv = append(t.conv, m)
+	}
+	return nil
+}
+
+func (t *turn) find(id string) *call {
+	for _, c := range t.calls {
+		if c.card.CallID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+func (t *turn) schemaFor(name string) *tool.Schema {
+	return t.schemas[name]
+}
+
+func (t *turn) cards() []results.Card {
+	out := make([]results.Card, len(t.calls))
+	for i, c := range t.calls {
+		out[i] = c.card
+	}
+	return out
+}
+
+func (t *turn) snapshot() State {
+	status := t.status
+	if status == StatusRunning {
+		for _, c := range t.calls {
+			if c.card.State.Waiting() {
+				status = StatusWaiting
+				break
+			}
+		}
+	}
+	return State{
+		Status:            status,
+		Step:              t.step,
+		Cards:             t.cards(),
+		InvalidSignals:    t.invalidSignals,
+		LastInvalidSignal: t.lastInvalidSignal,
+	}
+}
+
+func (t *turn) onUpdate(ctx workflow.Context, r Response) (results.Card, error) {
+	// The validator ran just before; checking again costs nothing and
+	// keeps the handler safe if it is ever called without one.
+	if err := t.validateResponse(r); err != nil {
+		return results.Card{}, err
+	}
+	c := t.find(r.CallID)
+	target := c.applied + 1
+	c.accept(ctx, r)
+	// Return the card as the decision left it. A disconnected context lets
+	// the handler answer even when the turn is being cancelled.
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	if err := workflow.Await(dctx, func() bool { return c.applied >= target || c.card.State.Final() }); err != nil {
+		return results.Card{}, err
+	}
+	return c.card, nil
+}
+
+func (t *turn) receiveSignals(ctx workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, RespondName)
+	for {
+		// Decode by hand: a payload that is not a Response must be counted,
+		// not crash the workflow task.
+		var raw json.RawMessage
+		if more := ch.Receive(ctx, &raw); !more {
+			return
+		}
+		var r Response
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.rejectSignal("the payload is not a respond object: " + err.Error())
+			workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "reason", t.lastInvalidSignal)
+			continue
+		}
+		if err := t.validateResponse(r); err != nil {
+			t.rejectSignal(err.Error())
+			workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "call_id", r.CallID, "reason", err.Error())
+			continue
+		}
+		t.find(r.CallID).accept(ctx, r)
+	}
+}
+
+func (t *turn) rejectSignal(reason string) {
+	t.invalidSignals++
+	t.lastInvalidSignal = reason
+}
