@@ -1,0 +1,138 @@
+package providers
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/activities/model"
+	"github.com/tollgate-dev/tollgate/activities/model/anthropic"
+	"github.com/tollgate-dev/tollgate/activities/model/openai"
+	"github.com/tollgate-dev/tollgate/activities/model/scripted"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+func TestResolve(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "mine.json"), []byte(`{"replies":[{"text":"hello"}]}`), 0o644))
+	r := NewRouter(Config{OpenAIKey: "k", AnthropicKey: "k", ScriptDir: dir})
+
+	tests := []struct {
+		in       string
+		wantType any
+		wantName string
+		wantErr  string
+	}{
+		{in: "openai:gpt-4.1", wantType: &openai.Provider{}, wantName: "gpt-4.1"},
+		{in: "openai:llama3:8b", wantType: &openai.Provider{}, wantName: "llama3:8b"},
+		{in: "ollama:qwen3:4b", wantType: &openai.Provider{}, wantName: "qwen3:4b"},
+		{in: "anthropic:claude-sonnet-4-5", wantType: &anthropic.Provider{}, wantName: "claude-sonnet-4-5"},
+		{in: "scripted:demo", wantType: &scripted.Provider{}, wantName: "demo"},
+		{in: "scripted:mine.json", wantType: &scripted.Provider{}, wantName: "mine.json"},
+		{in: "scripted:missing.json", wantErr: "read script"},
+		{in: "scripted:nosuch", wantErr: `no built-in script "nosuch"`},
+		{in: "gemini:pro", wantErr: `unknown provider "gemini"; use openai, ollama, anthropic or scripted`},
+		{in: "gpt-4.1", wantErr: "must be provider:name"},
+		{in: "openai:", wantErr: "must be provider:name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			p, name, err := r.Resolve(tt.in)
+			if tt.wantErr != "" {
+				var me *model.Error
+				require.ErrorAs(t, err, &me)
+				require.False(t, me.Retryable)
+				require.Contains(t, me.Message, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.IsType(t, tt.wantType, p)
+			require.Equal(t, tt.wantName, name)
+		})
+	}
+}
+
+// recorder answers every request with body and remembers the last path.
+func recorder(t *testing.T, body string) (*httptest.Server, *string) {
+	var path string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		path = req.URL.Path
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &path
+}
+
+func TestRoutesReachTheirServers(t *testing.T) {
+	chat := `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`
+	messages := `{"id":"msg","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
+	oai, oaiPath := recorder(t, chat)
+	oll, ollPath := recorder(t, chat)
+	ant, antPath := recorder(t, messages)
+	r := NewRouter(Config{
+		OpenAIKey: "sk-x", OpenAIBaseURL: oai.URL + "/v1",
+		AnthropicKey: "sk-ant-x", AnthropicBaseURL: ant.URL,
+		OllamaBaseURL: oll.URL + "/v1",
+	})
+	for _, tt := range []struct {
+		model string
+		path  *string
+		want  string
+	}{
+		{"openai:gpt-4.1", oaiPath, "/v1/chat/completions"},
+		{"ollama:llama3.2", ollPath, "/v1/chat/completions"},
+		{"anthropic:claude-sonnet-4-5", antPath, "/v1/messages"},
+	} {
+		p, name, err := r.Resolve(tt.model)
+		require.NoError(t, err)
+		resp, err := p.Complete(context.Background(), model.Request{Model: name, Messages: []results.Message{results.UserText("hello")}})
+		require.NoError(t, err, tt.model)
+		require.Equal(t, "hi", resp.Message.Text())
+		require.Equal(t, tt.want, *tt.path, tt.model)
+	}
+}
+
+func TestMissingKeys(t *testing.T) {
+	r := NewRouter(Config{})
+	for name, keyVar := range map[string]string{"openai:gpt-4.1": "OPENAI_API_KEY", "anthropic:claude-sonnet-4-5": "ANTHROPIC_API_KEY"} {
+		p, modelName, err := r.Resolve(name)
+		require.NoError(t, err)
+		_, err = p.Complete(context.Background(), model.Request{Model: modelName, Messages: []results.Message{results.UserText("hi")}})
+		var me *model.Error
+		require.ErrorAs(t, err, &me)
+		require.False(t, me.Retryable)
+		require.Contains(t, me.Message, keyVar)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", " sk-o ")
+	t.Setenv("OPENAI_BASE_URL", "http://vllm:8000/v1")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-a")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://gateway")
+	t.Setenv("OLLAMA_HOST", "gpu-box:11434")
+	require.Equal(t, Config{
+		OpenAIKey: "sk-o", OpenAIBaseURL: "http://vllm:8000/v1",
+		AnthropicKey: "sk-a", AnthropicBaseURL: "http://gateway",
+		OllamaBaseURL: "http://gpu-box:11434/v1",
+	}, ConfigFromEnv())
+}
+
+func TestOllamaBaseURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                          "",
+		"127.0.0.1:11434":           "http://127.0.0.1:11434/v1",
+		"http://ollama:11434/":      "http://ollama:11434/v1",
+		"https://ollama.example/v1": "https://ollama.example/v1",
+	} {
+		require.Equal(t, want, ollamaBaseURL(in), in)
+	}
+}
