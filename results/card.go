@@ -163,17 +163,32 @@ func (c Card) Validate() error {
 		}
 	}
 	switch c.State {
+	case StatePendingApproval:
+		// A tool that asks for approval itself interrupts with a plan; any
+		// other interrupt is a question and belongs in waiting_answer.
+		if c.Interrupt != nil && c.Interrupt.Type != InterruptApproval {
+			return fmt.Errorf("card %s is pending approval but its interrupt is a %s", c.CallID, c.Interrupt.Type)
+		}
 	case StateWaitingAnswer:
 		if c.Interrupt == nil {
 			return fmt.Errorf("card %s waits for an answer but has no interrupt", c.CallID)
+		}
+		if c.Interrupt.Type == InterruptApproval {
+			return fmt.Errorf("card %s waits for an answer but its interrupt is an approval", c.CallID)
 		}
 	case StateWaitingConnection:
 		if c.Connection == nil {
 			return fmt.Errorf("card %s waits for a connection but names none", c.CallID)
 		}
+		if c.Connection.Provider == "" {
+			return fmt.Errorf("card %s waits for a connection that names no provider", c.CallID)
+		}
 	case StateFailed:
 		if c.Failure == nil {
 			return fmt.Errorf("card %s failed without a failure", c.CallID)
+		}
+		if err := c.Failure.validate(); err != nil {
+			return fmt.Errorf("card %s: %w", c.CallID, err)
 		}
 	case StateRefused:
 		if c.Reason == "" {
@@ -183,13 +198,67 @@ func (c Card) Validate() error {
 		if c.Output != nil && c.Transfer != nil {
 			return fmt.Errorf("card %s carries both output and transfer", c.CallID)
 		}
+		if c.Output != nil {
+			if err := c.Output.validate(); err != nil {
+				return fmt.Errorf("card %s output: %w", c.CallID, err)
+			}
+		}
+		if c.Transfer != nil && c.Transfer.Target == "" {
+			return fmt.Errorf("card %s transfers to no target", c.CallID)
+		}
 	}
 	if c.Interrupt != nil {
 		if err := c.Interrupt.Validate(); err != nil {
 			return fmt.Errorf("card %s: %w", c.CallID, err)
 		}
 	}
+	for i, d := range c.Decisions {
+		if !contains(decisionKinds, string(d.Decision)) {
+			return fmt.Errorf("card %s decision %d: unknown decision %q", c.CallID, i, d.Decision)
+		}
+	}
 	return nil
+}
+
+var decisionKinds = []string{
+	string(DecisionApprove), string(DecisionDeny), string(DecisionAnswer),
+	string(DecisionConnected), string(DecisionCancel), string(DecisionTimeout),
+}
+
+// validate holds a failure to what Render needs: a known reason, a message
+// the model can read, or a reference an operator can look up.
+func (f Failure) validate() error {
+	switch f.Reason {
+	case FailureToolError:
+		if f.Message == "" {
+			return fmt.Errorf("tool_error failure has an empty message")
+		}
+	case FailureInternal:
+		if f.Ref == "" {
+			return fmt.Errorf("internal_error failure has no reference id")
+		}
+	case FailureOutcomeUnknown:
+		// Message may be empty: OutcomeUnknownMessage stands in for it.
+	case "":
+		return fmt.Errorf("failure has no reason")
+	default:
+		return fmt.Errorf("unknown failure reason %q", f.Reason)
+	}
+	return nil
+}
+
+// modelMessage is what the model and the person are told about f. For an
+// internal error it is the generic sentence, never Message or Detail.
+func (f Failure) modelMessage() string {
+	switch f.Reason {
+	case FailureInternal:
+		return InternalErrorText(f.Ref)
+	case FailureOutcomeUnknown:
+		if f.Message == "" {
+			return OutcomeUnknownMessage
+		}
+	}
+	return f.Message
 }
 
 func contains(list []string, s string) bool {
@@ -202,40 +271,52 @@ func contains(list []string, s string) bool {
 }
 
 // Summary is a one-line description of the card for the CLI and logs. It
-// never includes internal error detail.
+// never includes internal error detail. It accepts any card, valid or not,
+// because it is what a log line prints when something has gone wrong; tool
+// names and other model-supplied text are flattened onto one line.
 func (c Card) Summary() string {
-	head := fmt.Sprintf("%s %s", c.CallID, c.Tool)
+	head := oneLine(c.CallID+" "+c.Tool, 200)
 	switch c.State {
 	case StatePendingApproval:
 		if c.Interrupt != nil && c.Interrupt.Plan != "" {
 			return fmt.Sprintf("%s: pending approval: %s", head, oneLine(c.Interrupt.Plan, 80))
 		}
-		return fmt.Sprintf("%s: pending approval %s", head, oneLine(string(c.EffectiveArguments()), 80))
+		if args := oneLine(string(c.EffectiveArguments()), 80); args != "" {
+			return fmt.Sprintf("%s: pending approval %s", head, args)
+		}
+		return head + ": pending approval"
 	case StateWaitingAnswer:
+		if c.Interrupt == nil {
+			return head + ": waiting for an answer"
+		}
 		return fmt.Sprintf("%s: waiting for an answer: %s", head, oneLine(c.Interrupt.Prompt, 80))
 	case StateWaitingConnection:
-		return fmt.Sprintf("%s: waiting for a %s connection", head, c.Connection.Provider)
+		if c.Connection == nil {
+			return head + ": waiting for a connection"
+		}
+		return fmt.Sprintf("%s: waiting for a %s connection", head, oneLine(c.Connection.Provider, 80))
 	case StateRunning:
 		return head + ": running"
 	case StateSucceeded:
 		if c.Transfer != nil {
-			return fmt.Sprintf("%s: transferred to %s", head, c.Transfer.Target)
+			return fmt.Sprintf("%s: transferred to %s", head, oneLine(c.Transfer.Target, 80))
 		}
 		if c.Output == nil || len(c.Output.Parts) == 0 {
 			return head + ": succeeded silently"
 		}
 		return fmt.Sprintf("%s: succeeded: %s", head, oneLine(firstText(c.Output.Parts), 80))
 	case StateFailed:
-		switch c.Failure.Reason {
-		case FailureInternal:
-			return fmt.Sprintf("%s: failed: internal error (ref %s)", head, c.Failure.Ref)
-		default:
-			return fmt.Sprintf("%s: failed: %s", head, oneLine(c.Failure.Message, 80))
+		if c.Failure == nil {
+			return head + ": failed"
 		}
+		if c.Failure.Reason == FailureInternal {
+			return fmt.Sprintf("%s: failed: internal error (ref %s)", head, oneLine(c.Failure.Ref, 80))
+		}
+		return fmt.Sprintf("%s: failed: %s", head, oneLine(c.Failure.modelMessage(), 80))
 	case StateRefused:
 		return fmt.Sprintf("%s: refused: %s", head, oneLine(c.Reason, 80))
 	}
-	return fmt.Sprintf("%s: %s", head, c.State)
+	return fmt.Sprintf("%s: %s", head, oneLine(string(c.State), 80))
 }
 
 func firstText(parts []Part) string {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 )
 
 // ErrUnknownVersion is returned for input written by a newer format.
@@ -15,6 +17,23 @@ type outcomeFields Outcome
 type outcomeWire struct {
 	V int `json:"v"`
 	outcomeFields
+}
+
+// header is read leniently before the strict decode so that input from a
+// newer writer is reported as what it is (a newer version, an unknown kind
+// or state) rather than as an unknown field of the body that came with it.
+type header struct {
+	V     int   `json:"v"`
+	Kind  Kind  `json:"kind"`
+	State State `json:"state"`
+}
+
+func readHeader(data []byte) (header, error) {
+	var h header
+	if err := decodeOne(data, &h, false); err != nil {
+		return h, err
+	}
+	return h, checkVersion(h.V)
 }
 
 // MarshalJSON writes the versioned encoding. It refuses a malformed
@@ -28,19 +47,25 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the versioned encoding and validates it: an unknown
 // kind or a body that does not match the kind is an error, never a zero
-// value.
+// value. The result is canonical (compact raw JSON, nil for empty lists),
+// so decoding what MarshalJSON wrote gives back an equal value.
 func (o *Outcome) UnmarshalJSON(data []byte) error {
-	var w outcomeWire
-	if err := strictUnmarshal(data, &w); err != nil {
+	h, err := readHeader(data)
+	if err != nil {
 		return fmt.Errorf("decode outcome: %w", err)
 	}
-	if err := checkVersion(w.V); err != nil {
+	if h.Kind != "" && !slices.Contains(Kinds, h.Kind) {
+		return fmt.Errorf("decode outcome: unknown outcome kind %q", h.Kind)
+	}
+	var w outcomeWire
+	if err := decodeOne(data, &w, true); err != nil {
 		return fmt.Errorf("decode outcome: %w", err)
 	}
 	got := Outcome(w.outcomeFields)
 	if err := got.Validate(); err != nil {
 		return fmt.Errorf("decode outcome: %w", err)
 	}
+	got.canonicalize()
 	*o = got
 	return nil
 }
@@ -57,22 +82,44 @@ func (c Card) MarshalJSON() ([]byte, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("encode card: %w", err)
 	}
+	// Validate leaves arguments alone because Render must still answer a
+	// call whose arguments the model garbled; encoding them is another
+	// matter, and this error says which field is at fault.
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"arguments", c.Arguments}, {"edited_arguments", c.EditedArguments}} {
+		if len(f.raw) > 0 && !json.Valid(f.raw) {
+			return nil, fmt.Errorf("encode card: card %s %s are not valid JSON", c.CallID, f.name)
+		}
+	}
+	for i, d := range c.Decisions {
+		if len(d.Arguments) > 0 && !json.Valid(d.Arguments) || len(d.Answer) > 0 && !json.Valid(d.Answer) {
+			return nil, fmt.Errorf("encode card: card %s decision %d holds invalid JSON", c.CallID, i)
+		}
+	}
 	return json.Marshal(cardWire{V: FormatVersion, cardFields: cardFields(c)})
 }
 
-// UnmarshalJSON reads and validates the versioned encoding of a card.
+// UnmarshalJSON reads and validates the versioned encoding of a card. Like
+// Outcome's, the result is canonical.
 func (c *Card) UnmarshalJSON(data []byte) error {
-	var w cardWire
-	if err := strictUnmarshal(data, &w); err != nil {
+	h, err := readHeader(data)
+	if err != nil {
 		return fmt.Errorf("decode card: %w", err)
 	}
-	if err := checkVersion(w.V); err != nil {
+	if h.State != "" && !slices.Contains(States, h.State) {
+		return fmt.Errorf("decode card: unknown card state %q", h.State)
+	}
+	var w cardWire
+	if err := decodeOne(data, &w, true); err != nil {
 		return fmt.Errorf("decode card: %w", err)
 	}
 	got := Card(w.cardFields)
 	if err := got.Validate(); err != nil {
 		return fmt.Errorf("decode card: %w", err)
 	}
+	got.canonicalize()
 	*c = got
 	return nil
 }
@@ -87,16 +134,103 @@ func checkVersion(v int) error {
 	return nil
 }
 
-// strictUnmarshal rejects unknown fields so that a typo or a field from a
-// newer writer is noticed rather than silently dropped.
-func strictUnmarshal(data []byte, v any) error {
+// decodeOne decodes the single JSON value in data. Strict mode rejects
+// unknown fields so that a typo or a field from a newer writer is noticed
+// rather than silently dropped.
+func decodeOne(data []byte, v any, strict bool) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
+		if err == io.EOF {
+			return fmt.Errorf("no JSON value")
+		}
 		return err
 	}
-	if dec.More() {
+	// Decoder.More reports false for a stray '}' or ']', so ask for the
+	// next token instead: only a clean end of input will do.
+	if _, err := dec.Token(); err != io.EOF {
 		return fmt.Errorf("trailing data after JSON value")
 	}
 	return nil
+}
+
+// canonicalRaw is what encoding/json writes for raw (compact, with HTML
+// characters escaped), so that a decoded value survives another round trip
+// unchanged.
+func canonicalRaw(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// nilIfEmpty drops the difference between an absent list and an empty
+// one, which omitempty does not preserve.
+func nilIfEmpty[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func (o *Outcome) canonicalize() {
+	if o.Success != nil {
+		o.Success.canonicalize()
+	}
+	if o.Interrupt != nil {
+		o.Interrupt.canonicalize()
+	}
+	if o.Connection != nil {
+		o.Connection.Scopes = nilIfEmpty(o.Connection.Scopes)
+	}
+}
+
+func (s *Success) canonicalize() {
+	s.Parts = nilIfEmpty(s.Parts)
+	for i := range s.Parts {
+		s.Parts[i].Data = nilIfEmpty(s.Parts[i].Data)
+		s.Parts[i].JSON = canonicalRaw(s.Parts[i].JSON)
+	}
+	s.Sources = nilIfEmpty(s.Sources)
+	s.Diffs = nilIfEmpty(s.Diffs)
+	s.Details = canonicalRaw(s.Details)
+}
+
+func (i *Interrupt) canonicalize() {
+	i.Options = nilIfEmpty(i.Options)
+	i.Schema = canonicalRaw(i.Schema)
+}
+
+func (c *Card) canonicalize() {
+	c.Arguments = canonicalRaw(c.Arguments)
+	// "arguments" has no omitempty, so absent arguments are written as
+	// null; read null back as absent.
+	if string(c.Arguments) == "null" {
+		c.Arguments = nil
+	}
+	c.EditedArguments = canonicalRaw(c.EditedArguments)
+	if c.Interrupt != nil {
+		c.Interrupt.canonicalize()
+	}
+	if c.Connection != nil {
+		c.Connection.Scopes = nilIfEmpty(c.Connection.Scopes)
+	}
+	if c.Output != nil {
+		c.Output.canonicalize()
+	}
+	c.Decisions = nilIfEmpty(c.Decisions)
+	for i := range c.Decisions {
+		d := &c.Decisions[i]
+		// Decision times are workflow time, which is UTC; a decoded
+		// offset would otherwise come back as a different Location.
+		d.At = d.At.UTC()
+		d.Arguments = canonicalRaw(d.Arguments)
+		d.Answer = canonicalRaw(d.Answer)
+	}
 }

@@ -259,21 +259,7 @@ func (o Outcome) Validate() error {
 		if o.Success == nil {
 			return missing()
 		}
-		for i, p := range o.Success.Parts {
-			if err := p.Validate(); err != nil {
-				return fmt.Errorf("success part %d: %w", i, err)
-			}
-		}
-		for i, s := range o.Success.Sources {
-			if s.URL == "" {
-				return fmt.Errorf("success source %d has no url", i)
-			}
-		}
-		for i, d := range o.Success.Diffs {
-			if d.Path == "" {
-				return fmt.Errorf("success diff %d has no path", i)
-			}
-		}
+		return o.Success.validate()
 	case KindToolError:
 		if o.ToolError == nil {
 			return missing()
@@ -311,6 +297,32 @@ func (o Outcome) Validate() error {
 		return fmt.Errorf("outcome has no kind")
 	default:
 		return fmt.Errorf("unknown outcome kind %q", o.Kind)
+	}
+	return nil
+}
+
+// validate is shared by Outcome and Card so that a card's output is held to
+// the same rules as the outcome it came from.
+func (s *Success) validate() error {
+	for i, p := range s.Parts {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("success part %d: %w", i, err)
+		}
+	}
+	for i, src := range s.Sources {
+		if src.URL == "" {
+			return fmt.Errorf("success source %d has no url", i)
+		}
+	}
+	for i, d := range s.Diffs {
+		if d.Path == "" {
+			return fmt.Errorf("success diff %d has no path", i)
+		}
+	}
+	// Checked here rather than left to encoding/json so that the error
+	// names the field instead of json.RawMessage.
+	if len(s.Details) > 0 && !json.Valid(s.Details) {
+		return fmt.Errorf("success details are not valid JSON")
 	}
 	return nil
 }

@@ -28,28 +28,22 @@ func Render(c Card) (Message, error) {
 		return Message{}, err
 	}
 	m := Message{Role: RoleTool, ToolCallID: c.CallID, ToolName: c.Tool}
-	var note string
-	if len(c.EditedArguments) > 0 {
-		note = fmt.Sprintf("Note: a person edited the arguments before approving; the tool ran with %s instead of what you sent.", compactJSON(c.EditedArguments))
-	}
 	switch c.State {
 	case StateSucceeded:
 		m.Parts = renderSuccess(c)
 	case StateFailed:
 		m.IsError = true
-		switch c.Failure.Reason {
-		case FailureInternal:
-			m.Parts = []Part{TextPart(errorJSON(InternalErrorText(c.Failure.Ref)))}
-		default:
-			m.Parts = []Part{TextPart(errorJSON(c.Failure.Message))}
-		}
+		m.Parts = []Part{TextPart(errorJSON(c.Failure.modelMessage()))}
 	case StateRefused:
 		m.IsError = true
 		m.Parts = []Part{TextPart(errorJSON(RefusedText(c.Reason)))}
 	default:
 		return Message{}, fmt.Errorf("card %s is %s, not final: it has no tool message yet", c.CallID, c.State)
 	}
-	if note != "" {
+	// A refused call did not run, so telling the model it "ran with" the
+	// edited arguments would be false.
+	if len(c.EditedArguments) > 0 && c.State != StateRefused {
+		note := fmt.Sprintf("Note: a person edited the arguments before approving; the tool ran with %s instead of what you sent.", compactJSON(c.EditedArguments))
 		m.Parts = append([]Part{TextPart(note)}, m.Parts...)
 	}
 	return m, nil
@@ -75,7 +69,7 @@ func renderSuccess(c Card) []Part {
 		return []Part{TextPart(text)}
 	}
 	s := c.Output
-	if s == nil || (len(s.Parts) == 0 && len(s.Sources) == 0) {
+	if s == nil {
 		return []Part{TextPart(SilentSuccessText)}
 	}
 	var parts []Part
@@ -89,7 +83,12 @@ func renderSuccess(c Card) []Part {
 	for _, p := range s.Parts {
 		switch p.Type {
 		case PartText:
-			text = append(text, p.Text)
+			// Empty text would make an empty tool result, which several
+			// providers reject; if nothing else is left the call renders
+			// as a silent success below.
+			if p.Text != "" {
+				text = append(text, p.Text)
+			}
 		case PartJSON:
 			text = append(text, compactJSON(p.JSON))
 		case PartMedia:
@@ -110,5 +109,8 @@ func renderSuccess(c Card) []Part {
 		text = append(text, b.String())
 	}
 	flush()
+	if len(parts) == 0 {
+		return []Part{TextPart(SilentSuccessText)}
+	}
 	return parts
 }

@@ -18,7 +18,9 @@ type Limits struct {
 
 // Truncate cuts s to at most limits.MaxLines lines and limits.MaxBytes
 // bytes (marker included), never inside a UTF-8 sequence, and reports
-// whether it cut anything.
+// whether it cut anything. What it keeps is always a prefix of s. The
+// marker is never dropped, so a MaxBytes below len(TruncatedMarker) yields
+// the marker alone; the marker's own line is not counted against MaxLines.
 func Truncate(s string, limits Limits) (string, bool) {
 	cut := false
 	if limits.MaxLines > 0 {
@@ -62,31 +64,52 @@ func boolLen(cut bool) int {
 
 // TruncateOutput applies limits to a success's text parts, keeping the
 // untruncated text in Raw. Other kinds are returned unchanged.
+//
+// The limits bound the text parts together, joined with newlines as the
+// model sees them, not each part on its own: otherwise a tool returning
+// many parts would escape them. The part where the cut falls ends with the
+// marker and the text parts after it are dropped; media and JSON parts are
+// kept in place.
 func (o Outcome) TruncateOutput(limits Limits) Outcome {
 	if o.Kind != KindSuccess || o.Success == nil {
 		return o
 	}
 	s := *o.Success
-	var all []string
-	parts := make([]Part, len(s.Parts))
-	cut := false
-	for i, p := range s.Parts {
-		parts[i] = p
-		if p.Type != PartText {
-			continue
-		}
-		all = append(all, p.Text)
-		if t, c := Truncate(p.Text, limits); c {
-			parts[i].Text, cut = t, true
+	var texts []string
+	for _, p := range s.Parts {
+		if p.Type == PartText {
+			texts = append(texts, p.Text)
 		}
 	}
+	all := strings.Join(texts, "\n")
+	t, cut := Truncate(all, limits)
 	if !cut {
 		return o
+	}
+	// Truncate keeps a prefix of all, so the cut is an offset into it.
+	keep := len(t) - len(TruncatedMarker)
+	parts := make([]Part, 0, len(s.Parts))
+	off, done := 0, false
+	for _, p := range s.Parts {
+		if p.Type != PartText {
+			parts = append(parts, p)
+			continue
+		}
+		if done {
+			continue
+		}
+		end := off + len(p.Text)
+		if keep <= end {
+			p.Text = p.Text[:keep-off] + TruncatedMarker
+			done = true
+		}
+		parts = append(parts, p)
+		off = end + 1
 	}
 	s.Parts = parts
 	s.Truncated = true
 	if s.Raw == "" {
-		s.Raw = strings.Join(all, "\n")
+		s.Raw = all
 	}
 	o.Success = &s
 	return o
