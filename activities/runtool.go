@@ -74,13 +74,13 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 	case ctx.Err() != nil:
 		// The workflow cancelled the call or the activity timed out: report
 		// it as such rather than as the tool's outcome.
-		return results.Outcome{}, ctx.Err()
+		return activityError(ref, ctx.Err())
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return results.FailTool("%s timed out after %s", in.Tool, spec.Timeout), nil
 	case err != nil:
 		if tool.IsRetryable(err) && spec.Idempotent {
 			logger.Warn("Tool failed; retrying", "tool", in.Tool, "ref", ref, "error", err)
-			return results.Outcome{}, temporal.NewApplicationErrorWithCause("tool failed transiently", "ToolRetryable", err)
+			return activityError(ref, temporal.NewApplicationErrorWithCause("tool failed transiently", "ToolRetryable", err))
 		}
 		logger.Error("Tool failed", "tool", in.Tool, "ref", ref, "error", err)
 		return results.FailInternal(ref, err.Error()), nil
@@ -105,6 +105,15 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 		out = out.WithWorkDir(rel)
 	}
 	return out.TruncateOutput(results.Limits{MaxBytes: spec.MaxOutputBytes, MaxLines: spec.MaxOutputLines}), nil
+}
+
+// activityError fails the activity with err. The SDK encodes the result
+// even when an error is returned, and a zero Outcome refuses to encode (so
+// the activity would fail with "unable to encode" instead of err, losing
+// its type and a cancellation), so a valid placeholder stands in for it.
+// The placeholder never reaches the workflow.
+func activityError(ref string, err error) (results.Outcome, error) {
+	return results.FailInternal(ref, "activity failed: "+err.Error()), err
 }
 
 // runRecovered turns a panic into an internal error: the stack goes to the
