@@ -100,7 +100,23 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 	if err != nil {
 		return model.Response{}, p.classifier().Classify(err, capture)
 	}
-	return fromCompletion(completion)
+	return p.fromCompletion(completion)
+}
+
+// noChoices explains a success status without a choice. Gateways such as
+// OpenRouter report an upstream failure that way, with an error object in
+// the body; that is worth a retry. An empty answer with no error is not.
+func (p *Provider) noChoices(c *openai.ChatCompletion) error {
+	if c != nil {
+		var body struct {
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal([]byte(c.RawJSON()), &body) == nil && len(body.Error) > 0 && string(body.Error) != "null" {
+			detail := apierr.Redact(apierr.Describe([]byte(c.RawJSON())), p.cfg.APIKey)
+			return &model.Error{Retryable: true, Message: "openai: the server reported an error instead of a reply: " + detail}
+		}
+	}
+	return &model.Error{Message: "openai: the response has no choices"}
 }
 
 func (p *Provider) classifier() apierr.Classifier {
@@ -251,9 +267,9 @@ func assistantMessage(m results.Message) openai.ChatCompletionMessageParamUnion 
 	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
 }
 
-func fromCompletion(c *openai.ChatCompletion) (model.Response, error) {
+func (p *Provider) fromCompletion(c *openai.ChatCompletion) (model.Response, error) {
 	if c == nil || len(c.Choices) == 0 {
-		return model.Response{}, &model.Error{Message: "openai: the response has no choices"}
+		return model.Response{}, p.noChoices(c)
 	}
 	choice := c.Choices[0]
 	msg := results.Message{Role: results.RoleAssistant}

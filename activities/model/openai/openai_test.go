@@ -440,9 +440,23 @@ func (f failTransport) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 func TestNoChoices(t *testing.T) {
-	srv := newServer(t, 200, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[]}`, nil)
-	_, err := srv.provider(fakeKey).Complete(context.Background(), model.Request{Model: "m", Messages: []results.Message{results.UserText("hi")}})
-	var me *model.Error
-	require.ErrorAs(t, err, &me)
-	require.False(t, me.Retryable)
+	tests := []struct {
+		name      string
+		body      string
+		retryable bool
+		contains  string
+	}{
+		{"empty", `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[]}`, false, "no choices"},
+		{"gateway error in a 200", `{"error":{"message":"Provider returned error","code":502}}`, true, "Provider returned error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, 200, tt.body, nil)
+			_, err := srv.provider(fakeKey).Complete(context.Background(), model.Request{Model: "m", Messages: []results.Message{results.UserText("hi")}})
+			var me *model.Error
+			require.ErrorAs(t, err, &me)
+			require.Equal(t, tt.retryable, me.Retryable)
+			require.Contains(t, me.Message, tt.contains)
+		})
+	}
 }

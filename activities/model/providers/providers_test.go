@@ -18,6 +18,12 @@ import (
 	"github.com/tollgate-dev/tollgate/results"
 )
 
+// The CallModel activity's resolver interface, restated so this package
+// need not import activities.
+var _ interface {
+	Resolve(string) (model.Provider, string, error)
+} = (*Router)(nil)
+
 func TestResolve(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "mine.json"), []byte(`{"replies":[{"text":"hello"}]}`), 0o644))

@@ -122,7 +122,7 @@ func (c Classifier) Classify(err error, capture *Capture) error {
 }
 
 func (c Classifier) fromStatus(status int, header http.Header, body []byte) *model.Error {
-	detail := c.redact(describeBody(body))
+	detail := c.redact(Describe(body))
 	what, retry := "", false
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -210,11 +210,11 @@ func Redact(s string, secrets ...string) string {
 	return keyRE.ReplaceAllString(s, "[redacted]")
 }
 
-// describeBody pulls the human part out of an error body in the shapes
+// Describe pulls the human part out of an error body in the shapes
 // servers use: {"error":{"message","type"}} (OpenAI, Anthropic, llama.cpp,
 // Ollama's OpenAI endpoint), {"error":"..."} (Ollama), {"message":"..."}
 // (vLLM), {"detail":...} (FastAPI servers); otherwise the start of the text.
-func describeBody(body []byte) string {
+func Describe(body []byte) string {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return ""

@@ -53,7 +53,7 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-func TestDescribeBody(t *testing.T) {
+func TestDescribe(t *testing.T) {
 	tests := map[string]string{
 		`{"error":{"message":"bad thing","type":"invalid_request_error"}}`:            "bad thing (invalid_request_error)",
 		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`: "Overloaded (overloaded_error)",
@@ -65,7 +65,7 @@ func TestDescribeBody(t *testing.T) {
 		"": "",
 	}
 	for in, want := range tests {
-		require.Equal(t, want, describeBody([]byte(in)), in)
+		require.Equal(t, want, Describe([]byte(in)), in)
 	}
 }
 
