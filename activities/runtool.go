@@ -172,8 +172,7 @@ func (a *Activities) relWorkDir(abs string) (string, error) {
 	if err != nil || rel == ".." || (len(rel) > 2 && rel[:3] == ".."+string(filepath.Separator)) {
 		return "", fmt.Errorf("working directory %q is outside the workspace", abs)
 	}
-	if rel == "." {
-		return "", nil
-	}
+	// The workspace root is ".", not "": "" on a success means "unchanged",
+	// and a shell that ran `cd ..` back to the root must be able to say so.
 	return rel, nil
 }

@@ -620,7 +620,7 @@ func TestRunToolReportedWorkDir(t *testing.T) {
 		{name: "subdirectory comes back relative", reported: "<ws>/sub", want: "sub"},
 		{name: "nested comes back relative", reported: "<ws>/a/b", want: filepath.Join("a", "b")},
 		{name: "uncleaned path", reported: "<ws>/a/../b/", want: "b"},
-		{name: "the workspace itself is empty", reported: "<ws>", want: ""},
+		{name: "the workspace itself is dot", reported: "<ws>", want: "."},
 		{name: "outside is dropped", reported: "/etc", want: ""},
 		{name: "the parent is dropped", reported: "<ws>/..", want: ""},
 		{name: "a sibling sharing the prefix is dropped", reported: "<ws>-sibling", want: ""},

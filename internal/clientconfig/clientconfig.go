@@ -1,0 +1,114 @@
+// Package clientconfig builds the Temporal client options the worker, the
+// starter and the replayer share: Temporal's own envconfig convention
+// (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS settings and
+// temporal.toml profiles) plus Tollgate's external payload storage in the
+// data directory. Client, worker and replayer must agree on the storage,
+// or a large payload written by one cannot be read by another.
+package clientconfig
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/tollgate-dev/tollgate/internal/payloadstore"
+)
+
+// DefaultDataDir is used when TOLLGATE_DATA is unset.
+const DefaultDataDir = ".tollgate"
+
+// DataDir returns TOLLGATE_DATA or the default.
+func DataDir() string {
+	if d := os.Getenv("TOLLGATE_DATA"); d != "" {
+		return d
+	}
+	return DefaultDataDir
+}
+
+// PayloadDir is where externally stored payloads live under the data
+// directory.
+func PayloadDir(dataDir string) string { return filepath.Join(dataDir, "payloads") }
+
+// Options select the profile and override what flags set.
+type Options struct {
+	DataDir string
+	// Profile is a temporal.toml profile name; empty means TEMPORAL_PROFILE
+	// or "default".
+	Profile string
+	// Address and Namespace, when set, win over the environment and file.
+	Address   string
+	Namespace string
+	Logger    *slog.Logger
+}
+
+// ClientOptions loads the options for a Temporal client.
+func ClientOptions(o Options) (client.Options, error) {
+	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{ConfigFileProfile: o.Profile})
+	if err != nil {
+		return client.Options{}, fmt.Errorf("load Temporal client configuration: %w", err)
+	}
+	if o.Address != "" {
+		opts.HostPort = o.Address
+	}
+	if o.Namespace != "" {
+		opts.Namespace = o.Namespace
+	}
+	if opts.HostPort == "" {
+		opts.HostPort = client.DefaultHostPort
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = client.DefaultNamespace
+	}
+	ext, err := ExternalStorage(o.DataDir)
+	if err != nil {
+		return client.Options{}, err
+	}
+	opts.ExternalStorage = ext
+	if o.Logger != nil {
+		opts.Logger = log.NewStructuredLogger(o.Logger)
+	}
+	return opts, nil
+}
+
+// ExternalStorage is the payload storage configuration for dataDir.
+func ExternalStorage(dataDir string) (converter.ExternalStorage, error) {
+	if dataDir == "" {
+		dataDir = DataDir()
+	}
+	ext, err := payloadstore.ExternalStorage(PayloadDir(dataDir))
+	if err != nil {
+		return converter.ExternalStorage{}, fmt.Errorf("open payload store in %s: %w", dataDir, err)
+	}
+	return ext, nil
+}
+
+// ReplayerOptions configures a workflow replayer to read payloads the way
+// the worker wrote them.
+func ReplayerOptions(dataDir string) (worker.WorkflowReplayerOptions, error) {
+	ext, err := ExternalStorage(dataDir)
+	if err != nil {
+		return worker.WorkflowReplayerOptions{}, err
+	}
+	return worker.WorkflowReplayerOptions{ExternalStorage: ext}, nil
+}
+
+// Dial connects a client.
+func Dial(ctx context.Context, o Options) (client.Client, error) {
+	opts, err := ClientOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", opts.HostPort, opts.Namespace, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,219 @@
+// Package devserver runs an embedded Temporal server for development: one
+// process, SQLite in a file, so parked turns survive a restart of the
+// whole process. It follows the shape of the server's own temporaltest
+// "lite" server, which is internal to that module.
+package devserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+// Options configure the embedded server.
+type Options struct {
+	// DatabasePath is the SQLite file; empty means in memory (lost on stop).
+	DatabasePath string
+	// IP and Port of the frontend; defaults 127.0.0.1:7233.
+	IP   string
+	Port int
+	// Namespaces to create if missing; default "default".
+	Namespaces []string
+	Logger     log.Logger
+	// DynamicConfig overrides server settings (for benchmarks and tests).
+	DynamicConfig dynamicconfig.StaticClient
+}
+
+// Server is a running embedded server.
+type Server struct {
+	srv     temporal.Server
+	address string
+}
+
+// Address is the frontend's host:port.
+func (s *Server) Address() string { return s.address }
+
+// Stop stops the server.
+func (s *Server) Stop() error { return s.srv.Stop() }
+
+// Start sets up the schema on first use and starts the server.
+func Start(opts Options) (*Server, error) {
+	if opts.IP == "" {
+		opts.IP = "127.0.0.1"
+	}
+	if opts.Port == 0 {
+		opts.Port = 7233
+	}
+	if len(opts.Namespaces) == 0 {
+		opts.Namespaces = []string{"default"}
+	}
+	if opts.Logger == nil {
+		opts.Logger = log.NewNoopLogger()
+	}
+	address := net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))
+	if err := portFree(address); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(8)
+	if err != nil {
+		return nil, err
+	}
+	cfg := serverConfig(opts, ports)
+	sqlCfg := cfg.Persistence.DataStores[sqliteplugin.PluginName].SQL
+
+	if opts.DatabasePath != "" {
+		if err := os.MkdirAll(filepath.Dir(opts.DatabasePath), 0o700); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+		if _, err := os.Stat(opts.DatabasePath); errors.Is(err, os.ErrNotExist) {
+			if err := sqlite.SetupSchema(sqlCfg); err != nil {
+				return nil, fmt.Errorf("set up the SQLite schema in %s: %w", opts.DatabasePath, err)
+			}
+		}
+	}
+	var nss []*sqlite.NamespaceConfig
+	for _, ns := range opts.Namespaces {
+		nsCfg, err := sqlite.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, ns, false, nil)
+		if err != nil {
+			return nil, fmt.Errorf("configure namespace %s: %w", ns, err)
+		}
+		nss = append(nss, nsCfg)
+	}
+	if err := sqlite.CreateNamespaces(sqlCfg, nss...); err != nil {
+		return nil, fmt.Errorf("create namespaces: %w", err)
+	}
+
+	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("create authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("create claim mapper: %w", err)
+	}
+	serverOpts := []temporal.ServerOption{
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(opts.Logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+	}
+	if len(opts.DynamicConfig) > 0 {
+		serverOpts = append(serverOpts, temporal.WithDynamicConfigClient(opts.DynamicConfig))
+	}
+	srv, err := temporal.NewServer(serverOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("create Temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start Temporal server: %w", err)
+	}
+	return &Server{srv: srv, address: address}, nil
+}
+
+func serverConfig(opts Options, ports []int) *config.Config {
+	sqlCfg := config.SQL{
+		PluginName:        sqliteplugin.PluginName,
+		ConnectAttributes: map[string]string{"mode": "rwc", "_journal_mode": "wal", "_synchronous": "2"},
+		DatabaseName:      opts.DatabasePath,
+	}
+	if opts.DatabasePath == "" {
+		sqlCfg.ConnectAttributes = map[string]string{"mode": "memory", "cache": "shared"}
+		sqlCfg.DatabaseName = fmt.Sprintf("tollgate-%d-%d", os.Getpid(), ports[0])
+	}
+	local := "127.0.0.1"
+	svc := func(grpc, membership int, bindIP string) config.Service {
+		s := config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnLocalHost: bindIP == ""}}
+		if bindIP != "" {
+			s.RPC.BindOnIP = bindIP
+		}
+		return s
+	}
+	return &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: local},
+			PProf:      config.PProf{Port: 0},
+		},
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: &sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        "active",
+			CurrentClusterName:       "active",
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: net.JoinHostPort(local, strconv.Itoa(opts.Port))},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": svc(opts.Port, ports[0], opts.IP),
+			"history":  svc(ports[1], ports[2], ""),
+			"matching": svc(ports[3], ports[4], ""),
+			"worker":   svc(ports[5], ports[6], ""),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+		PublicClient: config.PublicClient{HostPort: net.JoinHostPort(local, strconv.Itoa(opts.Port))},
+	}
+}
+
+func portFree(address string) error {
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s (is another Temporal server or `make run` already running?): %w", address, err)
+	}
+	return l.Close()
+}
+
+// freePorts asks the kernel for n distinct free ports for the internal
+// services, so several servers (tests, benchmarks) can run at once.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+// FreePort returns a free loopback port for a frontend.
+func FreePort() (int, error) {
+	ps, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ps[0], nil
+}

@@ -1,0 +1,157 @@
+// Command worker runs a Tollgate worker: the AgentTurn workflow and the
+// RunTool, CallModel and DescribeTools activities. With --dev it first
+// starts an embedded Temporal server whose SQLite database lives in the
+// data directory, so parked turns survive a restart of the whole process.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	serverlog "go.temporal.io/server/common/log"
+
+	"github.com/tollgate-dev/tollgate/activities/model/providers"
+	"github.com/tollgate-dev/tollgate/internal/app"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/internal/devserver"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+type flags struct {
+	dev       bool
+	devPort   int
+	address   string
+	namespace string
+	profile   string
+	taskQueue string
+	workspace string
+	dataDir   string
+	logLevel  string
+}
+
+func main() {
+	var f flags
+	flag.BoolVar(&f.dev, "dev", false, "start an embedded Temporal server (SQLite in the data directory) before the worker")
+	flag.IntVar(&f.devPort, "dev-port", 7233, "frontend port of the embedded server")
+	flag.StringVar(&f.address, "address", "", "Temporal frontend host:port (default TEMPORAL_ADDRESS or 127.0.0.1:7233)")
+	flag.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default TEMPORAL_NAMESPACE or default)")
+	flag.StringVar(&f.profile, "profile", "", "temporal.toml profile (default TEMPORAL_PROFILE or default)")
+	flag.StringVar(&f.taskQueue, "task-queue", envOr("TOLLGATE_TASK_QUEUE", workflows.DefaultTaskQueue), "task queue (TOLLGATE_TASK_QUEUE)")
+	flag.StringVar(&f.workspace, "workspace", envOr("TOLLGATE_WORKSPACE", "workspace"), "directory the file and shell tools are confined to (TOLLGATE_WORKSPACE)")
+	flag.StringVar(&f.dataDir, "data", clientconfig.DataDir(), "data directory: stored payloads, transcripts, connections, the dev database (TOLLGATE_DATA)")
+	flag.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	flag.Parse()
+
+	logger := newLogger(f.logLevel)
+	if err := run(f, logger); err != nil {
+		logger.Error("Worker stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(f flags, logger *slog.Logger) error {
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
+		return fmt.Errorf("create data directory %s: %w", f.dataDir, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if f.dev {
+		db := filepath.Join(f.dataDir, "temporal.db")
+		srv, err := devserver.Start(devserver.Options{DatabasePath: db, Port: f.devPort, Logger: serverLogger(logger)})
+		if err != nil {
+			return fmt.Errorf("start the embedded Temporal server: %w", err)
+		}
+		defer func() {
+			if err := srv.Stop(); err != nil {
+				logger.Warn("Embedded server did not stop cleanly", "error", err)
+			}
+		}()
+		f.address = srv.Address()
+		logger.Info("Embedded Temporal server started", "address", srv.Address(), "database", db)
+	}
+
+	c, err := clientconfig.Dial(ctx, clientconfig.Options{
+		DataDir: f.dataDir, Profile: f.profile, Address: f.address, Namespace: f.namespace, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	acts, err := app.NewActivities(app.Config{DataDir: f.dataDir, Workspace: f.workspace, Models: providers.ConfigFromEnv()})
+	if err != nil {
+		return err
+	}
+	w := worker.New(c, f.taskQueue, worker.Options{})
+	app.Register(w, acts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+
+	printBanner(f, c, acts.Workspace)
+	<-ctx.Done()
+	logger.Info("Shutting down")
+	return nil
+}
+
+func printBanner(f flags, c client.Client, workspace string) {
+	address := f.address
+	if address == "" {
+		address = envOr("TEMPORAL_ADDRESS", client.DefaultHostPort)
+	}
+	fmt.Fprintf(os.Stderr, `
+Tollgate worker ready.
+  Temporal server  %s (namespace %s)
+  Task queue       %s
+  Workspace        %s
+  Data             %s
+
+Start a first turn in another shell:
+  go run ./starter run --model scripted:demo --interactive "Summarise notes.txt into summary.md"
+
+`, address, nsOr(f.namespace), f.taskQueue, workspace, f.dataDir)
+	_ = c
+}
+
+func nsOr(ns string) string {
+	if ns != "" {
+		return ns
+	}
+	return envOr("TEMPORAL_NAMESPACE", client.DefaultNamespace)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// serverLogger keeps the embedded server quiet unless --log-level debug:
+// even at error level it logs expected start-up noise ("Frontend is not
+// healthy yet") that would drown the worker's own logs. Real trouble
+// reaches the worker as client errors, which it logs.
+func serverLogger(logger *slog.Logger) serverlog.Logger {
+	if logger.Enabled(context.Background(), slog.LevelDebug) {
+		return serverlog.NewZapLogger(serverlog.BuildZapLogger(serverlog.Config{Level: "warn"}))
+	}
+	return serverlog.NewNoopLogger()
+}
