@@ -101,9 +101,9 @@ func renderSuccess(c Card) []Part {
 		b.WriteString("Sources:")
 		for i, src := range s.Sources {
 			if src.Title != "" {
-				fmt.Fprintf(&b, "\n[%d] %s <%s>", i+1, src.Title, src.URL)
+				b.WriteString(fmt.Sprintf("\n[%d] %s <%s>", i+1, src.Title, src.URL))
 			} else {
-				fmt.Fprintf(&b, "\n[%d] <%s>", i+1, src.URL)
+				b.WriteString(fmt.Sprintf("\n[%d] <%s>", i+1, src.URL))
 			}
 		}
 		text = append(text, b.String())

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/activities/tool"
@@ -18,8 +19,16 @@ func validateInput(in Input) error {
 	if in.MaxSteps < 0 {
 		return fmt.Errorf("max_steps is %d; it must be positive (or omitted for %d)", in.MaxSteps, DefaultMaxSteps)
 	}
-	for name, a := range in.Policy.Approval {
-		if a != string(tool.ApprovalAlways) && a != string(tool.ApprovalNever) {
+	names := make([]string, 0, len(in.Policy.Approval))
+	//workflowcheck:ignore keys are sorted before use
+	for name := range in.Policy.Approval {
+		names = append(names, name)
+	}
+	// Sorted, so that with several bad entries the same one is reported on
+	// every run.
+	sort.Strings(names)
+	for _, name := range names {
+		if a := in.Policy.Approval[name]; a != string(tool.ApprovalAlways) && a != string(tool.ApprovalNever) {
 			return fmt.Errorf("policy.approval[%q] is %q; it must be always or never", name, a)
 		}
 	}

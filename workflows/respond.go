@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/activities/tool"
@@ -135,14 +134,16 @@ func stateIn(s results.State, list []results.State) bool {
 	return false
 }
 
+// decisionOrder is the order decisions are listed in messages.
+var decisionOrder = []results.DecisionKind{results.DecisionApprove, results.DecisionDeny, results.DecisionAnswer, results.DecisionConnected, results.DecisionCancel}
+
 func decisionsFor(s results.State) string {
 	var out []string
-	for d, states := range fits {
-		if stateIn(s, states) {
+	for _, d := range decisionOrder {
+		if stateIn(s, fits[d]) {
 			out = append(out, string(d))
 		}
 	}
-	sort.Strings(out)
 	return strings.Join(out, " or ")
 }
 

@@ -352,7 +352,7 @@ func TestInvalidUpdatesAreRejectedAndChangeNothing(t *testing.T) {
 		{Response{CallID: "zz", Decision: results.DecisionApprove}, `there is no call "zz" in this turn; waiting: w1`},
 		{Response{Decision: results.DecisionApprove}, "the response names no call_id"},
 		{Response{CallID: "w1", Decision: "maybe"}, `decision "maybe" is not one of approve, deny, answer, connected, cancel`},
-		{Response{CallID: "w1", Decision: results.DecisionAnswer, Answer: json.RawMessage(`"x"`)}, "call w1 is pending_approval; answer does not fit that wait (use approve or cancel or deny)"},
+		{Response{CallID: "w1", Decision: results.DecisionAnswer, Answer: json.RawMessage(`"x"`)}, "call w1 is pending_approval; answer does not fit that wait (use approve or deny or cancel)"},
 		{Response{CallID: "w1", Decision: results.DecisionDeny, Answer: json.RawMessage(`"x"`)}, "an answer only goes with the answer decision"},
 	}
 	got := make([]updateOutcome, len(cases))
