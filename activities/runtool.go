@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
@@ -71,6 +72,8 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 		User:      in.User,
 	})
 	switch {
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), worker.ErrWorkerShutdown):
+		return workerStopped(ctx, ref, spec)
 	case ctx.Err() != nil:
 		// The workflow cancelled the call or the activity timed out: report
 		// it as such rather than as the tool's outcome.
@@ -105,6 +108,23 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 		out = out.WithWorkDir(rel)
 	}
 	return out.TruncateOutput(results.Limits{MaxBytes: spec.MaxOutputBytes, MaxLines: spec.MaxOutputLines}), nil
+}
+
+// workerStopped answers for a run this worker's own shutdown cancelled
+// (its stop timeout passed while the tool ran). That is a lost worker, as
+// a crash is, and must reach the workflow as one: an idempotent tool fails
+// retryably, so another worker runs it again at once; a non-idempotent one
+// sends no answer at all, so the heartbeat timeout ends the attempt and the
+// turn reports the outcome as unknown. Answering with the cancellation
+// would turn a half-run, non-idempotent tool into an internal error.
+func workerStopped(ctx context.Context, ref string, spec tool.Spec) (results.Outcome, error) {
+	logger := activity.GetLogger(ctx)
+	if spec.Idempotent {
+		logger.Warn("Worker stopped while an idempotent tool ran; it will be retried", "tool", spec.Name, "ref", ref)
+		return activityError(ref, temporal.NewApplicationError("the worker stopped while this tool ran", "WorkerStopped"))
+	}
+	logger.Warn("Worker stopped while a non-idempotent tool ran; its outcome is unknown", "tool", spec.Name, "ref", ref)
+	return activityError(ref, activity.ErrResultPending)
 }
 
 // activityError fails the activity with err. The SDK encodes the result

@@ -697,3 +697,40 @@ func TestRunToolCancellation(t *testing.T) {
 		})
 	}
 }
+
+// A run the worker's own shutdown cancelled is a lost worker, as a crash
+// is: an idempotent tool fails retryably so another worker runs it again;
+// a non-idempotent one sends no answer (ErrResultPending), so the server's
+// heartbeat timeout ends the attempt and the turn reports "outcome
+// unknown". Answering with the cancellation made it an internal error.
+func TestRunToolWorkerShutdownLooksLikeALostWorker(t *testing.T) {
+	for _, idempotent := range []bool{true, false} {
+		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
+			started := make(chan struct{})
+			block := newFake("block", func(ctx context.Context, _ tool.Call) (results.Outcome, error) {
+				close(started)
+				<-ctx.Done()
+				return results.Outcome{}, ctx.Err()
+			})
+			block.spec.Idempotent = idempotent
+			acts := newActivities(t, block)
+			bg, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			env := newEnv(acts, worker.Options{BackgroundActivityContext: bg})
+			go func() {
+				<-started
+				cancel(worker.ErrWorkerShutdown)
+			}()
+
+			_, err := env.ExecuteActivity(acts.RunTool, RunToolInput{TurnID: "t", CallID: "c", Tool: "block", Arguments: json.RawMessage(`{}`)})
+			if !idempotent {
+				require.ErrorIs(t, err, activity.ErrResultPending)
+				return
+			}
+			var appErr *temporal.ApplicationError
+			require.ErrorAs(t, err, &appErr)
+			require.Equal(t, "WorkerStopped", appErr.Type())
+			require.False(t, appErr.NonRetryable())
+		})
+	}
+}
