@@ -35,6 +35,8 @@ type flags struct {
 	workspace string
 	dataDir   string
 	logLevel  string
+	// dieWithParent is set by `make run`; see parent_linux.go.
+	dieWithParent bool
 }
 
 func main() {
@@ -48,6 +50,7 @@ func main() {
 	flag.StringVar(&f.workspace, "workspace", envOr("TOLLGATE_WORKSPACE", "workspace"), "directory the file and shell tools are confined to (TOLLGATE_WORKSPACE)")
 	flag.StringVar(&f.dataDir, "data", clientconfig.DataDir(), "data directory: stored payloads, transcripts, connections, the dev database (TOLLGATE_DATA)")
 	flag.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
 	flag.Parse()
 
 	logger := newLogger(f.logLevel)
@@ -58,6 +61,11 @@ func main() {
 }
 
 func run(f flags, logger *slog.Logger) error {
+	if f.dieWithParent {
+		if err := dieWithParent(); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory %s: %w", f.dataDir, err)
 	}

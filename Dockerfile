@@ -1,0 +1,17 @@
+# The Tollgate worker, for docker compose and other multi-machine setups.
+# Build stage: a full Go toolchain. Final stage: only the static binary.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+# modernc SQLite (used only by --dev) is pure Go, so the binary is static.
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./worker \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/starter ./starter
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/worker /out/starter /usr/local/bin/
+WORKDIR /home/nonroot
+ENV TOLLGATE_DATA=/data TOLLGATE_WORKSPACE=/workspace
+VOLUME ["/data", "/workspace"]
+ENTRYPOINT ["/usr/local/bin/worker"]

@@ -1,0 +1,46 @@
+# Tollgate. `make run` starts an embedded Temporal server plus the worker;
+# `make test` is what CI runs.
+
+GO       ?= go
+DATA     ?= .tollgate
+WORKSPACE ?= workspace
+
+.PHONY: run test lint bench histories compose-up compose-down clean
+
+## run: embedded Temporal server (SQLite in $(DATA)) and the worker
+run: $(WORKSPACE)/notes.txt
+	$(GO) build -o bin/worker ./worker
+	exec bin/worker --dev --die-with-parent --data $(DATA) --workspace $(WORKSPACE)
+
+# The demo turn summarises notes.txt; give a new workspace one to read.
+$(WORKSPACE)/notes.txt:
+	mkdir -p $(WORKSPACE)
+	cp examples/notes.txt $@
+
+## test: formatting, vet, workflowcheck, then every test
+test: lint
+	$(GO) test -timeout 30m ./...
+
+## lint: gofmt, go vet and workflowcheck on the workflows
+lint:
+	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt wants to change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool workflowcheck -config workflows/workflowcheck.config.yaml ./workflows/...
+
+## bench: Tollgate against bare Temporal on one in-process server
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 15m ./bench/
+
+## histories: re-record the replay corpus in workflows/testdata/histories
+histories:
+	$(GO) test -count=1 -run 'Test' ./internal/e2e/ -args -record
+
+## compose-up / compose-down: Postgres, Temporal, its UI and the worker
+compose-up:
+	docker compose up -d --build
+
+compose-down:
+	docker compose down
+
+clean:
+	rm -rf bin
