@@ -7,10 +7,15 @@ RUN go mod download
 COPY . .
 # modernc SQLite (used only by --dev) is pure Go, so the binary is static.
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./worker \
- && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/starter ./starter
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/starter ./starter \
+ && mkdir -p /out/data /out/workspace
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/worker /out/starter /usr/local/bin/
+# Named volumes take the ownership of these directories, so the nonroot
+# user can write its stores.
+COPY --from=build --chown=nonroot:nonroot /out/data /data
+COPY --from=build --chown=nonroot:nonroot /out/workspace /workspace
 WORKDIR /home/nonroot
 ENV TOLLGATE_DATA=/data TOLLGATE_WORKSPACE=/workspace
 VOLUME ["/data", "/workspace"]
