@@ -28,6 +28,7 @@ import (
 type flags struct {
 	dev       bool
 	devPort   int
+	uiPort    int
 	address   string
 	namespace string
 	profile   string
@@ -43,6 +44,7 @@ func main() {
 	var f flags
 	flag.BoolVar(&f.dev, "dev", false, "start an embedded Temporal server (SQLite in the data directory) before the worker")
 	flag.IntVar(&f.devPort, "dev-port", 7233, "frontend port of the embedded server")
+	flag.IntVar(&f.uiPort, "ui-port", 8233, "port of the Temporal Web UI with --dev (0 disables it)")
 	flag.StringVar(&f.address, "address", "", "Temporal frontend host:port (default TEMPORAL_ADDRESS or 127.0.0.1:7233)")
 	flag.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default TEMPORAL_NAMESPACE or default)")
 	flag.StringVar(&f.profile, "profile", "", "temporal.toml profile (default TEMPORAL_PROFILE or default)")
@@ -61,6 +63,7 @@ func main() {
 }
 
 func run(f flags, logger *slog.Logger) error {
+	var uiURL string
 	if f.dieWithParent {
 		if err := dieWithParent(); err != nil {
 			return err
@@ -85,6 +88,14 @@ func run(f flags, logger *slog.Logger) error {
 		}()
 		f.address = srv.Address()
 		logger.Info("Embedded Temporal server started", "address", srv.Address(), "database", db)
+		if f.uiPort != 0 {
+			ui, err := devserver.StartUI(devserver.UIOptions{Port: f.uiPort, TemporalAddress: srv.Address()})
+			if err != nil {
+				return fmt.Errorf("start the Temporal Web UI: %w", err)
+			}
+			defer ui.Stop()
+			uiURL = ui.URL()
+		}
 	}
 
 	c, err := clientconfig.Dial(ctx, clientconfig.Options{
@@ -106,29 +117,32 @@ func run(f flags, logger *slog.Logger) error {
 	}
 	defer w.Stop()
 
-	printBanner(f, c, acts.Workspace)
+	printBanner(f, acts.Workspace, uiURL)
 	<-ctx.Done()
 	logger.Info("Shutting down")
 	return nil
 }
 
-func printBanner(f flags, c client.Client, workspace string) {
+func printBanner(f flags, workspace, uiURL string) {
 	address := f.address
 	if address == "" {
 		address = envOr("TEMPORAL_ADDRESS", client.DefaultHostPort)
 	}
+	ui := ""
+	if uiURL != "" {
+		ui = fmt.Sprintf("  Temporal Web UI  %s\n", uiURL)
+	}
 	fmt.Fprintf(os.Stderr, `
 Tollgate worker ready.
   Temporal server  %s (namespace %s)
-  Task queue       %s
+%s  Task queue       %s
   Workspace        %s
   Data             %s
 
 Start a first turn in another shell:
   go run ./starter run --model scripted:demo --interactive "Summarise notes.txt into summary.md"
 
-`, address, nsOr(f.namespace), f.taskQueue, workspace, f.dataDir)
-	_ = c
+`, address, nsOr(f.namespace), ui, f.taskQueue, workspace, f.dataDir)
 }
 
 func nsOr(ns string) string {
