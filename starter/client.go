@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -149,6 +150,15 @@ func (t *temporalTurns) Signal(ctx context.Context, id, runID string, r workflow
 }
 
 func (t *temporalTurns) Cancel(ctx context.Context, id, runID string) error {
+	// The server accepts a cancel request for a turn that has already
+	// ended and does nothing; say so instead of claiming success.
+	d, err := t.c.DescribeWorkflowExecution(ctx, id, runID)
+	if err != nil {
+		return t.explain(err, id, "cancel the turn")
+	}
+	if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return fmt.Errorf("the turn %s has already ended (%s); there is nothing to cancel", id, strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_")))
+	}
 	if err := t.c.CancelWorkflow(ctx, id, runID); err != nil {
 		return t.explain(err, id, "cancel the turn")
 	}

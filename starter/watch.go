@@ -228,7 +228,7 @@ func (p *printer) state(s workflows.State) {
 	if status != p.lastStatus {
 		p.lastStatus = status
 		if p.jsonLines() {
-			p.emit(map[string]any{"type": "status", "status": s.Status, "step": s.Step})
+			p.emit(statusEvent{Type: "status", Status: s.Status, Step: s.Step})
 		} else if !s.Status.Final() {
 			fmt.Fprintf(p.c.stdout, "· step %d: %s\n", s.Step, s.Status)
 		}
@@ -251,12 +251,31 @@ func (p *printer) card(card results.Card) {
 	p.seen[card.CallID] = sum
 	if p.c.g.json {
 		if p.lines {
-			p.emit(map[string]any{"type": "card", "summary": sum, "card": card})
+			p.emit(cardEvent{Type: "card", Summary: sum, Card: card})
 		}
 		return
 	}
 	fmt.Fprintf(p.c.stdout, "%s %s\n", stateMark(card.State), sum)
 }
+
+// The JSON lines of watch and run --interactive, "type" first so a
+// reader can dispatch on the start of the line.
+type (
+	statusEvent struct {
+		Type   string           `json:"type"`
+		Status workflows.Status `json:"status"`
+		Step   int              `json:"step"`
+	}
+	cardEvent struct {
+		Type    string       `json:"type"`
+		Summary string       `json:"summary"`
+		Card    results.Card `json:"card"`
+	}
+	resultEvent struct {
+		Type   string           `json:"type"`
+		Result workflows.Result `json:"result"`
+	}
+)
 
 func (p *printer) emit(v any) {
 	b, err := json.Marshal(v)
@@ -272,7 +291,7 @@ func (p *printer) result(res workflows.Result) error {
 	code := statusExit(res.Status)
 	switch {
 	case p.jsonLines():
-		p.emit(map[string]any{"type": "result", "result": res})
+		p.emit(resultEvent{Type: "result", Result: res})
 	case p.c.g.json:
 		if err := writeJSON(p.c.stdout, res); err != nil {
 			return err

@@ -96,6 +96,7 @@ func TestWatchJSONLines(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
 	var types []string
 	for _, l := range lines {
+		assert.True(t, strings.HasPrefix(l, `{"type":"`), "type comes first: %s", l)
 		var v map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &v), l)
 		types = append(types, v["type"].(string))
