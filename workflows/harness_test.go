@@ -156,7 +156,25 @@ func testTools(t *testing.T, log *toolLog, connected *sync.Map) []tool.Tool {
 				return results.SucceedText("finished"), nil
 			}
 		})
-	return []tool.Tool{echo, write, step, ask, issues, handoff, boom, slow}
+	// flaky fails transiently on its first attempt of each call; whether
+	// it gets a second depends only on the idempotent flag.
+	flaky := func(name string, idempotent bool) tool.Tool {
+		var mu sync.Mutex
+		attempts := map[string]int{}
+		return tool.MustFunc(tool.Spec{Name: name, Description: "Fails once.", Idempotent: idempotent},
+			func(_ context.Context, call tool.Call, _ struct{}) (results.Outcome, error) {
+				mu.Lock()
+				attempts[call.CallID]++
+				n := attempts[call.CallID]
+				mu.Unlock()
+				log.add(fmt.Sprintf("%s:attempt%d", name, n))
+				if n == 1 {
+					return results.Outcome{}, tool.Retryable(fmt.Errorf("connection reset"))
+				}
+				return results.SucceedText("ok on attempt " + fmt.Sprint(n)), nil
+			})
+	}
+	return []tool.Tool{echo, write, step, ask, issues, handoff, boom, slow, flaky("flaky", true), flaky("flaky_once", false)}
 }
 
 type harness struct {

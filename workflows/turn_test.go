@@ -287,6 +287,21 @@ func TestNonIdempotentWorkerLostIsOutcomeUnknown(t *testing.T) {
 	require.Equal(t, []string{"s1 error=true " + errorText(results.OutcomeUnknownMessage)}, toolTexts(h.model.last()))
 }
 
+func TestIdempotentToolsRetryOthersGetOneAttempt(t *testing.T) {
+	h := newHarness(t, calls("", tc("f1", "flaky", `{}`), tc("f2", "flaky_once", `{}`)), results.AssistantText("done"))
+	res := h.run(t, Input{Prompt: "p", Tools: []string{"flaky", "flaky_once"}})
+
+	require.ElementsMatch(t, []string{"flaky:attempt1", "flaky:attempt2", "flaky_once:attempt1"}, h.log.all())
+	require.Equal(t, results.StateSucceeded, res.Cards[0].State)
+	require.Equal(t, results.StateFailed, res.Cards[1].State)
+	require.Equal(t, results.FailureInternal, res.Cards[1].Failure.Reason)
+	require.Contains(t, res.Cards[1].Failure.Detail, "connection reset")
+	require.Equal(t, []string{
+		"f1 error=false ok on attempt 2",
+		"f2 error=true " + errorText(results.InternalErrorText(res.Cards[1].Failure.Ref)),
+	}, toolTexts(h.model.last()))
+}
+
 func TestInternalErrorDetailNeverReachesTheModel(t *testing.T) {
 	h := newHarness(t, calls("", tc("b1", "boom", `{}`)), results.AssistantText("sorry"))
 	res := h.run(t, Input{Prompt: "p", Tools: []string{"boom"}})
