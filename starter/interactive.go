@@ -90,10 +90,17 @@ func (a *asker) resolve(ctx context.Context, card results.Card) error {
 		default:
 			return err
 		}
-		// Ask again only if the same wait is still open.
+		// Ask again only if the same wait is still open. If the state
+		// cannot be read just now, ask again anyway: the validator will
+		// say if the wait has gone, and a turn that ends cancels the
+		// prompt.
 		s, err := a.t.State(ctx, a.id, a.runID)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fmt.Fprintf(a.out, "state query: %v\n", err)
+			continue
 		}
 		current, ok := findCard(s.Cards, card.CallID)
 		if !ok || !current.State.Waiting() || waitKey(current) != key {

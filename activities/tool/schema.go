@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -44,6 +45,9 @@ func (s *Schema) Validate(doc json.RawMessage) error {
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
 		return fmt.Errorf("arguments are not valid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("arguments are not valid JSON: more than one value")
 	}
 	v = fromNumbers(v)
 	if err := s.resolved.Validate(v); err != nil {

@@ -71,6 +71,7 @@ func TestSchemaValidateNamesTheField(t *testing.T) {
 		{`{"path":"a","count":1.5}`, "count"},
 		{`{"path":"a","extra":true}`, "extra"},
 		{`{"path":`, "not valid JSON"},
+		{`{"path":"a"} {"path":"b"}`, "more than one value"},
 		{`[]`, "type"},
 	} {
 		require.ErrorContains(t, s.Validate(json.RawMessage(tt.doc)), tt.want, tt.doc)
