@@ -91,8 +91,9 @@ func (t *temporalTurns) State(ctx context.Context, id, runID string) (workflows.
 	defer cancel()
 	v, err := t.c.QueryWorkflow(qctx, id, runID, workflows.StateQuery)
 	if err != nil {
-		if ctx.Err() == nil && qctx.Err() != nil {
-			return workflows.State{}, fmt.Errorf("no worker answered the state query of %s within %s; is a worker running on its task queue?", id, rpcTimeout)
+		var deadline *serviceerror.DeadlineExceeded
+		if ctx.Err() == nil && (qctx.Err() != nil || errors.As(err, &deadline)) {
+			return workflows.State{}, fmt.Errorf("no worker answered the state query of %s in time; is a worker running on its task queue (or restarting)?", id)
 		}
 		return workflows.State{}, t.explain(err, id, "query the state")
 	}

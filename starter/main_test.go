@@ -259,6 +259,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"run", "a", "b"},
 		{"run", "--timeout", "soon", "x"},
 		{"run", "--max-steps", "0", "x"},
+		{"run", "--model", "", "x"},
 	} {
 		o := h.run("", args...)
 		assert.Equal(t, 2, o.code, args)

@@ -172,6 +172,9 @@ func (c *cli) buildInput(f runFlags, set map[string]bool, pos []string) (workflo
 	if len(pos) == 1 {
 		in.Prompt = pos[0]
 	}
+	if in.Model == "" {
+		return in, usagef("no model: give --model provider:name, or \"model\" in the --input file")
+	}
 	if in.Prompt == "" && len(in.Messages) == 0 {
 		return in, usagef(`missing prompt (starter run "what to do", or --input file.json)`)
 	}

@@ -151,7 +151,10 @@ func (c *cli) follow(ctx context.Context, t turns, id, runID string, onState fun
 		return o.res, nil
 	}
 
-	var lastWarning string
+	var (
+		lastWarning string
+		failingFor  time.Time
+	)
 	tick := time.NewTicker(c.poll)
 	defer tick.Stop()
 	for {
@@ -167,13 +170,25 @@ func (c *cli) follow(ctx context.Context, t turns, id, runID string, onState fun
 		case err != nil:
 			// The query can fail for a while (the worker is restarting,
 			// or the first task has not run yet); the result decides
-			// whether the turn is over. Say each new problem once.
-			if msg := err.Error(); msg != lastWarning {
+			// whether the turn is over, so give it a moment to speak
+			// first (a turn that does not exist fails both). A query
+			// racing the end of a workflow task can fail once and
+			// succeed on the next poll, so only a problem that lasts is
+			// worth a line, and each new one only once.
+			select {
+			case o := <-done:
+				return finish(o)
+			case <-time.After(c.poll):
+			}
+			if failingFor.IsZero() {
+				failingFor = time.Now()
+			}
+			if msg := err.Error(); msg != lastWarning && time.Since(failingFor) >= queryPatience {
 				fmt.Fprintf(c.stderr, "state query: %s (still waiting)\n", msg)
 				lastWarning = msg
 			}
 		default:
-			lastWarning = ""
+			lastWarning, failingFor = "", time.Time{}
 			if err := onState(pollCtx, s); err != nil {
 				select {
 				case o := <-done:
@@ -195,6 +210,10 @@ func (c *cli) follow(ctx context.Context, t turns, id, runID string, onState fun
 		}
 	}
 }
+
+// queryPatience is how long state queries may keep failing before watch
+// says so; tests shorten it.
+var queryPatience = 2 * time.Second
 
 // printer reports a followed turn: a line per card change (its Summary)
 // and per status change, then the result. Under --json with lines set it

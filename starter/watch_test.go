@@ -112,6 +112,8 @@ func TestWatchJSONLines(t *testing.T) {
 }
 
 func TestWatchKeepsWaitingThroughQueryErrors(t *testing.T) {
+	defer func(p time.Duration) { queryPatience = p }(queryPatience)
+	queryPatience = 0
 	fake := newFake(workflows.State{})
 	fake.stateErr = errors.New("no worker answered the state query")
 	progress(fake, func(f *fakeTurns) { f.stateErr = nil; f.state.Status = workflows.StatusRunning },
