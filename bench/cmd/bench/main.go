@@ -1,0 +1,53 @@
+// Command bench runs Tollgate's benchmark suite against bare Temporal on
+// one embedded server and writes the markdown report (`make bench`).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/bench"
+)
+
+func main() {
+	// A subprocess worker of the parked-turn benchmark never returns here.
+	bench.MaybeRunWorker()
+
+	cfg := bench.DefaultConfig()
+	out := flag.String("out", "bench/results.md", "write the report here too (empty: stdout only)")
+	long := flag.Bool("long", false, "park 10,000 turns instead of 2,000")
+	quick := flag.Bool("quick", false, "a small, fast run to check the suite works (numbers are not meaningful)")
+	timeout := flag.Duration("timeout", 9*time.Minute, "give up after this long")
+	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of each macro benchmark")
+	flag.IntVar(&cfg.Parked, "parked", cfg.Parked, "parked turns")
+	flag.IntVar(&cfg.Cache, "cache", cfg.Cache, "sticky workflow cache size of the parked-turn workers")
+	flag.BoolVar(&cfg.Configs, "configs", cfg.Configs, "compare the server's default dynamic config with the tuned one")
+	flag.BoolVar(&cfg.Micro, "micro", cfg.Micro, "run the micro benchmarks")
+	flag.Parse()
+	if *long {
+		cfg.Parked = 10000
+	}
+	if *quick {
+		cfg.Reps, cfg.Calls, cfg.ResumeSamples, cfg.Parked, cfg.Cache, cfg.Total, cfg.InFlight = 2, 3, 5, 100, 20, 20, 10
+	}
+	cfg.Log = os.Stderr
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	report, err := bench.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	fmt.Print(report)
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "wrote", *out)
+	}
+}

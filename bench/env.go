@@ -1,0 +1,324 @@
+// Package bench measures what Tollgate's durability costs against bare
+// Temporal on the same embedded server in the same run: tool-call
+// overhead, resume latency, parked turns, throughput, history cost, and
+// micro benchmarks of the results codec. `go run ./bench/cmd/bench` runs
+// the whole suite and writes bench/results.md; `go test -bench . ./bench/`
+// runs the standard Go benchmarks.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/common/dynamicconfig"
+
+	"github.com/tollgate-dev/tollgate/activities"
+	"github.com/tollgate-dev/tollgate/activities/model/providers"
+	"github.com/tollgate-dev/tollgate/internal/app"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/internal/devserver"
+	"github.com/tollgate-dev/tollgate/internal/payloadstore"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+// Task queues of the two sides. Both are served by workers with the same
+// options in the same process, against the same server.
+const (
+	TollgateQueue = "bench-tollgate"
+	BareQueue     = "bench-bare"
+)
+
+// Options configure an Env.
+type Options struct {
+	// DynamicConfig is given to the embedded server; nil means the
+	// server's defaults.
+	DynamicConfig dynamicconfig.StaticClient
+	// DataDir holds the payload store, transcripts, scripts and the
+	// workspace; empty means a fresh temporary directory removed on Close.
+	DataDir string
+	// NoWorkers leaves the in-process workers out (the parked-turn
+	// benchmark runs its workers in subprocesses).
+	NoWorkers bool
+}
+
+// Env is one embedded server, one client and a worker for each side.
+type Env struct {
+	Server   *devserver.Server
+	Client   client.Client
+	DataDir  string
+	Acts     *activities.Activities
+	Payloads *payloadstore.Driver
+	// Stamps records when respond updates were accepted and when
+	// activities started, keyed by workflow id.
+	Stamps *Stamps
+
+	ownDir  bool
+	workers []worker.Worker
+	scripts sync.Map
+}
+
+// Start starts the server, the client and both workers.
+func Start(opts Options) (*Env, error) {
+	e := &Env{DataDir: opts.DataDir, Stamps: NewStamps()}
+	if e.DataDir == "" {
+		dir, err := os.MkdirTemp("", "tollgate-bench-")
+		if err != nil {
+			return nil, err
+		}
+		e.DataDir, e.ownDir = dir, true
+	}
+	port, err := devserver.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	e.Server, err = devserver.Start(devserver.Options{Port: port, DynamicConfig: opts.DynamicConfig})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.Client, err = Dial(e.Server.Address(), e.DataDir)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	if e.Payloads, err = payloadstore.New(clientconfig.PayloadDir(e.DataDir)); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if e.Acts, err = NewActivities(e.DataDir, e.Stamps); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if !opts.NoWorkers {
+		tw := worker.New(e.Client, TollgateQueue, WorkerOptions(e.Stamps))
+		app.Register(tw, e.Acts)
+		bw := worker.New(e.Client, BareQueue, WorkerOptions(e.Stamps))
+		RegisterBare(bw)
+		for _, w := range []worker.Worker{tw, bw} {
+			if err := w.Start(); err != nil {
+				e.Close()
+				return nil, fmt.Errorf("start worker: %w", err)
+			}
+			e.workers = append(e.workers, w)
+		}
+	}
+	return e, nil
+}
+
+// Dial connects a client configured as the worker and starter configure
+// theirs (external payload storage in the data directory).
+func Dial(address, dataDir string) (client.Client, error) {
+	opts, err := clientconfig.ClientOptions(clientconfig.Options{DataDir: dataDir, Address: address, Namespace: "default"})
+	if err != nil {
+		return nil, err
+	}
+	opts.Logger = quietLogger()
+	var c client.Client
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err = client.Dial(opts)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("connect to the embedded server: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return c, nil
+}
+
+func quietLogger() sdklog.Logger {
+	return sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+}
+
+// NewActivities builds Tollgate's activities as the worker does, without
+// the built-in tools and with the benchmark's tools.
+func NewActivities(dataDir string, stamps *Stamps) (*activities.Activities, error) {
+	return app.NewActivities(app.Config{
+		DataDir:    dataDir,
+		Workspace:  filepath.Join(dataDir, "workspace"),
+		Models:     providers.Config{ScriptDir: filepath.Join(dataDir, "scripts")},
+		Extra:      Tools(),
+		NoBuiltins: true,
+	})
+}
+
+// WorkerOptions are the options of every worker on both sides: SDK
+// defaults plus the interceptor that timestamps update acceptance and
+// activity starts.
+func WorkerOptions(stamps *Stamps) worker.Options {
+	return worker.Options{
+		Interceptors: []interceptor.WorkerInterceptor{&stampInterceptor{stamps: stamps}},
+	}
+}
+
+// Close stops everything and removes a temporary data directory.
+func (e *Env) Close() {
+	for _, w := range e.workers {
+		w.Stop()
+	}
+	if e.Client != nil {
+		e.Client.Close()
+	}
+	if e.Server != nil {
+		_ = e.Server.Stop()
+	}
+	if e.ownDir {
+		_ = os.RemoveAll(e.DataDir)
+	}
+}
+
+// Wait waits until the workflow has closed. A client's usual wait (the
+// result's long poll) is not used: the embedded server sometimes drops
+// the notification that ends it, and the wait then lasts the whole
+// long-poll interval (see the report). Instead the worker stamps the
+// moment the workflow function returns, and DescribeWorkflowExecution
+// confirms the close a millisecond or two later. done is the armed
+// DoneKey channel.
+func (e *Env) Wait(ctx context.Context, wid string, done <-chan time.Time) error {
+	return WaitClosed(ctx, e.Client, wid, done)
+}
+
+// WaitClosed is Env.Wait for any client.
+func WaitClosed(ctx context.Context, c client.Client, wid string, done <-chan time.Time) error {
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(2 * time.Minute):
+		return fmt.Errorf("%s: the workflow did not finish within 2 minutes", wid)
+	}
+	for {
+		d, err := c.DescribeWorkflowExecution(ctx, wid, "")
+		if err != nil {
+			return err
+		}
+		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// StartTurn starts an AgentTurn on the Tollgate queue.
+func (e *Env) StartTurn(ctx context.Context, id string, in workflows.Input) (client.WorkflowRun, error) {
+	return e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: TollgateQueue}, workflows.WorkflowName, in)
+}
+
+// StartBare starts a bare workflow on the bare queue.
+func (e *Env) StartBare(ctx context.Context, id string, wf any, args ...any) (client.WorkflowRun, error) {
+	return e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: BareQueue}, wf, args...)
+}
+
+// Stamps hands out timestamps taken inside the worker to whoever armed
+// the key.
+type Stamps struct {
+	mu sync.Mutex
+	m  map[string]chan time.Time
+	// sink, when set, also receives every stamp (a subprocess worker
+	// forwards them to the driver).
+	sink func(key string, t time.Time)
+}
+
+func NewStamps() *Stamps { return &Stamps{m: map[string]chan time.Time{}} }
+
+// Arm returns the channel the next stamps for key arrive on.
+func (s *Stamps) Arm(key string) <-chan time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan time.Time, 8)
+	s.m[key] = ch
+	return ch
+}
+
+// Disarm forgets key.
+func (s *Stamps) Disarm(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+}
+
+func (s *Stamps) fire(key string, t time.Time) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	ch := s.m[key]
+	s.mu.Unlock()
+	if s.sink != nil {
+		s.sink(key, t)
+	}
+	if ch != nil {
+		select {
+		case ch <- t:
+		default:
+		}
+	}
+}
+
+// AcceptKey, StartKey and DoneKey name the stamps of a workflow's
+// respond update acceptance, of its activities' starts, and of its
+// workflow function returning.
+func AcceptKey(workflowID string) string { return "accept/" + workflowID }
+func StartKey(workflowID string) string  { return "start/" + workflowID }
+func DoneKey(workflowID string) string   { return "done/" + workflowID }
+
+// stampInterceptor stamps, on both sides alike, the moment a worker
+// accepted a respond update (its validator passed) and the moment an
+// activity started executing.
+type stampInterceptor struct {
+	interceptor.WorkerInterceptorBase
+	stamps *Stamps
+}
+
+func (i *stampInterceptor) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &stampWorkflow{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, stamps: i.stamps}
+}
+
+func (i *stampInterceptor) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &stampActivity{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, stamps: i.stamps}
+}
+
+type stampWorkflow struct {
+	interceptor.WorkflowInboundInterceptorBase
+	stamps *Stamps
+}
+
+func (w *stampWorkflow) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
+	res, err := w.Next.ExecuteWorkflow(ctx, in)
+	if !workflow.IsReplaying(ctx) {
+		w.stamps.fire(DoneKey(workflow.GetInfo(ctx).WorkflowExecution.ID), time.Now())
+	}
+	return res, err
+}
+
+func (w *stampWorkflow) ValidateUpdate(ctx workflow.Context, in *interceptor.UpdateInput) error {
+	err := w.Next.ValidateUpdate(ctx, in)
+	if err == nil && !workflow.IsReplaying(ctx) {
+		// Measurement only: never feeds back into workflow state.
+		w.stamps.fire(AcceptKey(workflow.GetInfo(ctx).WorkflowExecution.ID), time.Now())
+	}
+	return err
+}
+
+type stampActivity struct {
+	interceptor.ActivityInboundInterceptorBase
+	stamps *Stamps
+}
+
+func (a *stampActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	a.stamps.fire(StartKey(activityWorkflowID(ctx)), time.Now())
+	return a.Next.ExecuteActivity(ctx, in)
+}

@@ -1,0 +1,333 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/tollgate-dev/tollgate/internal/app"
+	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+// The parked-turn benchmark runs each side's worker in a subprocess (this
+// same binary, re-executed), so that the worker's memory is measured
+// apart from the embedded server and the driver.
+const (
+	envWorker  = "TOLLGATE_BENCH_WORKER"
+	envAddress = "TOLLGATE_BENCH_ADDRESS"
+	envData    = "TOLLGATE_BENCH_DATA"
+	envQueue   = "TOLLGATE_BENCH_QUEUE"
+	envCache   = "TOLLGATE_BENCH_CACHE"
+
+	sideTollgate = "tollgate"
+	sideBare     = "bare"
+)
+
+// MaybeRunWorker turns this process into a benchmark worker when it was
+// started as one, and never returns then. Call it first in main or
+// TestMain.
+func MaybeRunWorker() {
+	side := os.Getenv(envWorker)
+	if side == "" {
+		return
+	}
+	if err := runWorker(side); err != nil {
+		fmt.Fprintln(os.Stderr, "bench worker:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func runWorker(side string) error {
+	cache, err := strconv.Atoi(os.Getenv(envCache))
+	if err != nil {
+		return fmt.Errorf("%s: %w", envCache, err)
+	}
+	worker.SetStickyWorkflowCacheSize(cache)
+	dataDir := os.Getenv(envData)
+	c, err := Dial(os.Getenv(envAddress), dataDir)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	// Forward every "workflow returned" stamp to the driver, which waits
+	// on them as it does for in-process workers.
+	var out sync.Mutex
+	stamps := NewStamps()
+	stamps.sink = func(key string, _ time.Time) {
+		if strings.HasPrefix(key, "done/") {
+			out.Lock()
+			defer out.Unlock()
+			fmt.Println("stamp " + key)
+		}
+	}
+	w := worker.New(c, os.Getenv(envQueue), WorkerOptions(stamps))
+	switch side {
+	case sideTollgate:
+		acts, err := NewActivities(dataDir, nil)
+		if err != nil {
+			return err
+		}
+		app.Register(w, acts)
+	case sideBare:
+		RegisterBare(w)
+	default:
+		return fmt.Errorf("unknown side %q", side)
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	fmt.Println("ready")
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if in.Text() != "stats" {
+			continue
+		}
+		data, err := json.Marshal(readMem())
+		if err != nil {
+			return err
+		}
+		out.Lock()
+		fmt.Println("mem " + string(data))
+		out.Unlock()
+	}
+	return nil
+}
+
+// Mem is a worker process's memory after a full GC.
+type Mem struct {
+	// HeapLive is the live heap after GC (runtime/metrics
+	// /gc/heap/live:bytes): what the worker holds.
+	HeapLive uint64 `json:"heap_live"`
+	// RSS is VmRSS after GC and returning free memory to the OS; HWM is
+	// the peak RSS so far.
+	RSS uint64 `json:"rss"`
+	HWM uint64 `json:"hwm"`
+	// RSSAnon is the anonymous part of RSS (heap, stacks, runtime), RSS
+	// less the mapped binary and files.
+	RSSAnon    uint64 `json:"rss_anon"`
+	Goroutines int    `json:"goroutines"`
+}
+
+func readMem() Mem {
+	runtime.GC()
+	debug.FreeOSMemory()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/sched/goroutines:goroutines"}}
+	metrics.Read(s)
+	m := Mem{HeapLive: s[0].Value.Uint64(), Goroutines: int(s[1].Value.Uint64())}
+	m.RSS, m.HWM, m.RSSAnon = procStatus("VmRSS"), procStatus("VmHWM"), procStatus("RssAnon")
+	return m
+}
+
+func procStatus(field string) uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// workerProc is a running subprocess worker.
+type workerProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	mems  chan string
+}
+
+func startWorkerProc(side, address, dataDir, queue string, cache int, stamps *Stamps) (*workerProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(),
+		envWorker+"="+side, envAddress+"="+address, envData+"="+dataDir,
+		envQueue+"="+queue, envCache+"="+strconv.Itoa(cache))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &workerProc{cmd: cmd, stdin: stdin, mems: make(chan string, 1)}
+	ready := make(chan struct{})
+	go func() {
+		defer close(p.mems)
+		out := bufio.NewScanner(stdout)
+		for out.Scan() {
+			line := out.Text()
+			switch {
+			case line == "ready":
+				close(ready)
+			case strings.HasPrefix(line, "stamp "):
+				stamps.fire(strings.TrimPrefix(line, "stamp "), time.Now())
+			case strings.HasPrefix(line, "mem "):
+				p.mems <- strings.TrimPrefix(line, "mem ")
+			}
+		}
+	}()
+	select {
+	case <-ready:
+		return p, nil
+	case <-time.After(time.Minute):
+		p.stop()
+		return nil, fmt.Errorf("bench worker %s did not start within a minute", side)
+	}
+}
+
+func (p *workerProc) mem() (Mem, error) {
+	var m Mem
+	if _, err := fmt.Fprintln(p.stdin, "stats"); err != nil {
+		return m, err
+	}
+	line, ok := <-p.mems
+	if !ok {
+		return m, fmt.Errorf("bench worker exited")
+	}
+	return m, json.Unmarshal([]byte(line), &m)
+}
+
+func (p *workerProc) stop() {
+	p.stdin.Close()
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Parked is benchmark 3 for one side.
+type Parked struct {
+	Side  string
+	Cache int
+	// Points are the worker's memory with Counts[i] turns parked.
+	Counts []int
+	Points []Mem
+	// Park is how long starting all turns until all were parked took;
+	// Drain how long approving all of them until all completed took.
+	Park, Drain time.Duration
+	After       Mem
+}
+
+// ParkedTurns parks total turns (or bare workflows) on a subprocess
+// worker with the given sticky cache, reading its memory at each
+// checkpoint, then approves them all and times the drain.
+func (e *Env) ParkedTurns(ctx context.Context, side string, total, cache int, checkpoints []int) (*Parked, error) {
+	queue := "bench-parked-" + side
+	p, err := startWorkerProc(side, e.Server.Address(), e.DataDir, queue, cache, e.Stamps)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	model, err := e.Script(1, 1, NoopTool, struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	start := func(ctx context.Context, wid string) error {
+		opts := client.StartWorkflowOptions{ID: wid, TaskQueue: queue}
+		var err error
+		if side == sideTollgate {
+			_, err = e.Client.ExecuteWorkflow(ctx, opts, workflows.WorkflowName, TurnInput(model, 1, true))
+		} else {
+			_, err = e.Client.ExecuteWorkflow(ctx, opts, BareAwaitName)
+		}
+		return err
+	}
+	approve := func(ctx context.Context, wid string) error {
+		done := e.Stamps.Arm(DoneKey(wid))
+		defer e.Stamps.Disarm(DoneKey(wid))
+		var arg any = "approve"
+		name := BareRespond
+		if side == sideTollgate {
+			arg, name = workflows.Response{CallID: "call_1_1", Decision: results.DecisionApprove, By: "bench"}, workflows.RespondName
+		}
+		if _, err := e.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: wid, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageAccepted,
+		}); err != nil {
+			return err
+		}
+		return e.Wait(ctx, wid, done)
+	}
+	// Warm the worker up with a few full turns before the baseline.
+	for i := 0; i < 5; i++ {
+		wid := id("parked-warm-" + side)
+		if err := start(ctx, wid); err != nil {
+			return nil, err
+		}
+		if err := e.WaitParked(ctx, []string{wid}, 1); err != nil {
+			return nil, err
+		}
+		if err := approve(ctx, wid); err != nil {
+			return nil, err
+		}
+	}
+	r := &Parked{Side: side, Cache: cache}
+	m, err := p.mem()
+	if err != nil {
+		return nil, err
+	}
+	r.Counts, r.Points = append(r.Counts, 0), append(r.Points, m)
+	ids := make([]string, 0, total)
+	for _, cp := range checkpoints {
+		if cp > total {
+			break
+		}
+		from := len(ids)
+		for i := from; i < cp; i++ {
+			ids = append(ids, id("parked-"+side))
+		}
+		t0 := time.Now()
+		if err := Pool(ctx, 50, cp-from, func(ctx context.Context, i int) error { return start(ctx, ids[from+i]) }); err != nil {
+			return nil, err
+		}
+		if err := e.WaitParked(ctx, ids[from:], 50); err != nil {
+			return nil, err
+		}
+		r.Park += time.Since(t0)
+		m, err := p.mem()
+		if err != nil {
+			return nil, err
+		}
+		r.Counts, r.Points = append(r.Counts, cp), append(r.Points, m)
+	}
+	t1 := time.Now()
+	if err := Pool(ctx, 50, len(ids), func(ctx context.Context, i int) error { return approve(ctx, ids[i]) }); err != nil {
+		return nil, err
+	}
+	r.Drain = time.Since(t1)
+	if r.After, err = p.mem(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}

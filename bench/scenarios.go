@@ -1,0 +1,423 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+var seq atomic.Int64
+
+// id makes a workflow id unique within the run.
+func id(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
+
+// RunTurn runs a turn to its end and checks it completed.
+func (e *Env) RunTurn(ctx context.Context, wid string, in workflows.Input) (workflows.Result, error) {
+	done := e.Stamps.Arm(DoneKey(wid))
+	defer e.Stamps.Disarm(DoneKey(wid))
+	run, err := e.StartTurn(ctx, wid, in)
+	if err != nil {
+		return workflows.Result{}, err
+	}
+	if err := e.Wait(ctx, wid, done); err != nil {
+		return workflows.Result{}, err
+	}
+	var res workflows.Result
+	if err := run.Get(ctx, &res); err != nil {
+		return res, err
+	}
+	if res.Status != workflows.StatusCompleted {
+		return res, fmt.Errorf("turn %s ended %s: %s", wid, res.Status, res.Error)
+	}
+	return res, nil
+}
+
+// RunBare runs a bare workflow to its end.
+func (e *Env) RunBare(ctx context.Context, wid string, wf string, args ...any) error {
+	done := e.Stamps.Arm(DoneKey(wid))
+	defer e.Stamps.Disarm(DoneKey(wid))
+	run, err := e.StartBare(ctx, wid, wf, args...)
+	if err != nil {
+		return err
+	}
+	if err := e.Wait(ctx, wid, done); err != nil {
+		return err
+	}
+	return run.Get(ctx, nil)
+}
+
+func timed(f func() error) (time.Duration, error) {
+	t := time.Now()
+	err := f()
+	return time.Since(t), err
+}
+
+// ToolCalls is benchmark 1: one turn at a time, each running n sequential
+// tool calls, against bare workflows running n activities (BareSeq) and
+// 2n+1 activities (BareLoop: the same activity count as the turn).
+type ToolCalls struct {
+	N                         int
+	Tollgate, BareN, BareLoop []time.Duration
+	// Per-step decomposition of one Tollgate turn, from history timestamps.
+	Hops HopBreakdown
+}
+
+func (e *Env) ToolCalls(ctx context.Context, n, reps int) (*ToolCalls, error) {
+	model, err := e.Script(n, 1, NoopTool, struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	r := &ToolCalls{N: n}
+	// One unmeasured round warms every code path on both sides.
+	for i := -1; i < reps; i++ {
+		tid := id("calls-tollgate")
+		dt, err := timed(func() error { _, err := e.RunTurn(ctx, tid, TurnInput(model, n, false)); return err })
+		if err != nil {
+			return nil, err
+		}
+		db, err := timed(func() error { return e.RunBare(ctx, id("calls-bare"), BareSeqName, n) })
+		if err != nil {
+			return nil, err
+		}
+		dl, err := timed(func() error { return e.RunBare(ctx, id("calls-loop"), BareLoopName, n) })
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 {
+			continue
+		}
+		r.Tollgate, r.BareN, r.BareLoop = append(r.Tollgate, dt), append(r.BareN, db), append(r.BareLoop, dl)
+		if i == reps/2 {
+			if r.Hops, err = e.hops(ctx, tid); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+// HopBreakdown splits a turn's time by where it was spent, from the
+// history's event timestamps.
+type HopBreakdown struct {
+	// WFTQueue: workflow task scheduled → started (server dispatch).
+	// WFTRun: workflow task started → completed (worker + completion RPC).
+	// Activity: activity scheduled → completed (dispatch + run + report).
+	WFTQueue, WFTRun, Activity time.Duration
+	WFTs, Activities           int
+}
+
+func (e *Env) hops(ctx context.Context, wid string) (HopBreakdown, error) {
+	var h HopBreakdown
+	it := e.Client.GetWorkflowHistory(ctx, wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var wftScheduled, wftStarted time.Time
+	actScheduled := map[int64]time.Time{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return h, err
+		}
+		t := ev.EventTime.AsTime()
+		switch ev.EventType {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+			wftScheduled = t
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+			wftStarted = t
+			h.WFTQueue += t.Sub(wftScheduled)
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			h.WFTRun += t.Sub(wftStarted)
+			h.WFTs++
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			actScheduled[ev.EventId] = t
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			h.Activity += t.Sub(actScheduled[ev.GetActivityTaskCompletedEventAttributes().ScheduledEventId])
+			h.Activities++
+		}
+	}
+	return h, nil
+}
+
+// Resume is benchmark 2: latency from a respond update's acceptance (its
+// validator passed on the worker) to the tool activity's start, and from
+// the client sending it to the same start.
+type Resume struct {
+	TollgateAccept, BareAccept []time.Duration
+	TollgateSend, BareSend     []time.Duration
+}
+
+func (e *Env) Resume(ctx context.Context, perRep, reps int) (*Resume, error) {
+	model, err := e.Script(1, 1, NoopTool, struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	r := &Resume{}
+	approve := workflows.Response{CallID: "call_1_1", Decision: results.DecisionApprove, By: "bench"}
+	for rep := 0; rep < reps; rep++ {
+		tids, bids := make([]string, perRep+1), make([]string, perRep+1)
+		err := Pool(ctx, 20, perRep+1, func(ctx context.Context, i int) error {
+			tids[i], bids[i] = id("resume-tollgate"), id("resume-bare")
+			if _, err := e.StartTurn(ctx, tids[i], TurnInput(model, 1, true)); err != nil {
+				return err
+			}
+			_, err := e.StartBare(ctx, bids[i], BareAwaitName)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := e.WaitParked(ctx, append(append([]string(nil), tids...), bids...), 20); err != nil {
+			return nil, err
+		}
+		// Sample 0 of each rep warms up and is dropped.
+		for i := 0; i <= perRep; i++ {
+			ta, ts, err := e.resumeOne(ctx, tids[i], workflows.RespondName, approve)
+			if err != nil {
+				return nil, fmt.Errorf("tollgate: %w", err)
+			}
+			ba, bs, err := e.resumeOne(ctx, bids[i], BareRespond, "approve")
+			if err != nil {
+				return nil, fmt.Errorf("bare: %w", err)
+			}
+			if i == 0 {
+				continue
+			}
+			r.TollgateAccept, r.TollgateSend = append(r.TollgateAccept, ta), append(r.TollgateSend, ts)
+			r.BareAccept, r.BareSend = append(r.BareAccept, ba), append(r.BareSend, bs)
+		}
+	}
+	return r, nil
+}
+
+func (e *Env) resumeOne(ctx context.Context, wid, update string, arg any) (fromAccept, fromSend time.Duration, err error) {
+	acc, start, done := e.Stamps.Arm(AcceptKey(wid)), e.Stamps.Arm(StartKey(wid)), e.Stamps.Arm(DoneKey(wid))
+	defer e.Stamps.Disarm(AcceptKey(wid))
+	defer e.Stamps.Disarm(StartKey(wid))
+	defer e.Stamps.Disarm(DoneKey(wid))
+	sent := time.Now()
+	if _, err := e.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: wid, UpdateName: update, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageAccepted,
+	}); err != nil {
+		return 0, 0, err
+	}
+	var accepted, started time.Time
+	timeout := time.After(30 * time.Second)
+	for accepted.IsZero() || started.IsZero() {
+		select {
+		case t := <-acc:
+			accepted = t
+		case t := <-start:
+			if started.IsZero() {
+				started = t
+			}
+		case <-timeout:
+			return 0, 0, fmt.Errorf("%s: no acceptance or activity start within 30s", wid)
+		}
+	}
+	// Let the workflow finish so the next sample runs on a quiet system.
+	if err := e.Wait(ctx, wid, done); err != nil {
+		return 0, 0, err
+	}
+	return started.Sub(accepted), started.Sub(sent), nil
+}
+
+// WaitParked waits until every workflow has no pending workflow task and
+// no pending activity: it has done all it can and waits for a person.
+func (e *Env) WaitParked(ctx context.Context, ids []string, width int) error {
+	return WaitParked(ctx, e.Client, ids, width)
+}
+
+func WaitParked(ctx context.Context, c client.Client, ids []string, width int) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	return Pool(ctx, width, len(ids), func(ctx context.Context, i int) error {
+		for {
+			d, err := c.DescribeWorkflowExecution(ctx, ids[i], "")
+			if err != nil {
+				return err
+			}
+			info := d.GetWorkflowExecutionInfo()
+			if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				return fmt.Errorf("%s is %s, not waiting", ids[i], info.GetStatus())
+			}
+			if d.GetPendingWorkflowTask() == nil && len(d.GetPendingActivities()) == 0 && info.GetHistoryLength() >= 4 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s did not park within 5 minutes", ids[i])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// Throughput is benchmark 4: turns per second with a fixed number in
+// flight.
+type Throughput struct {
+	Calls, InFlight, Total    int
+	Tollgate, BareN, BareLoop []float64 // per second, one per rep
+}
+
+func (e *Env) Throughput(ctx context.Context, calls, inFlight, total, reps int) (*Throughput, error) {
+	model, err := e.Script(calls, 1, NoopTool, struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	r := &Throughput{Calls: calls, InFlight: inFlight, Total: total}
+	rate := func(n int, f func(ctx context.Context, i int) error) (float64, error) {
+		d, err := timed(func() error { return Pool(ctx, inFlight, n, f) })
+		return float64(n) / d.Seconds(), err
+	}
+	turn := func(ctx context.Context, _ int) error {
+		_, err := e.RunTurn(ctx, id("tput-tollgate"), TurnInput(model, calls, false))
+		return err
+	}
+	bare := func(ctx context.Context, _ int) error { return e.RunBare(ctx, id("tput-bare"), BareSeqName, calls) }
+	loop := func(ctx context.Context, _ int) error { return e.RunBare(ctx, id("tput-loop"), BareLoopName, calls) }
+	// Warm up every path with a short burst.
+	for _, f := range []func(context.Context, int) error{turn, bare, loop} {
+		if _, err := rate(inFlight, f); err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < reps; i++ {
+		t, err := rate(total, turn)
+		if err != nil {
+			return nil, err
+		}
+		b, err := rate(total, bare)
+		if err != nil {
+			return nil, err
+		}
+		l, err := rate(total, loop)
+		if err != nil {
+			return nil, err
+		}
+		r.Tollgate, r.BareN, r.BareLoop = append(r.Tollgate, t), append(r.BareN, b), append(r.BareLoop, l)
+	}
+	return r, nil
+}
+
+// HistorySize is one measured history.
+type HistorySize struct {
+	Steps, Calls, OutputBytes int
+	Events                    int
+	Bytes                     int64
+	// MaxEvent is the largest single event.
+	MaxEvent int
+	// Payloads and Transcripts are what this run added to the external
+	// payload store and the transcript store.
+	Payloads, Transcripts int64
+}
+
+// History measures a turn of steps steps with calls tool calls each.
+// Nothing else may run on the worker meanwhile: it reads the stores'
+// growth.
+func (e *Env) History(ctx context.Context, steps, calls, outputBytes int) (HistorySize, error) {
+	h := HistorySize{Steps: steps, Calls: calls, OutputBytes: outputBytes}
+	toolName, args := NoopTool, any(struct{}{})
+	if outputBytes > 0 {
+		toolName, args = BlobTool, blobArgs{Bytes: outputBytes}
+	}
+	model, err := e.Script(steps, calls, toolName, args)
+	if err != nil {
+		return h, err
+	}
+	_, p0, err := e.Payloads.Stats()
+	if err != nil {
+		return h, err
+	}
+	_, t0, err := e.Acts.Transcripts.Stats()
+	if err != nil {
+		return h, err
+	}
+	wid := id("history-tollgate")
+	if _, err := e.RunTurn(ctx, wid, TurnInput(model, steps, false)); err != nil {
+		return h, err
+	}
+	_, p1, err := e.Payloads.Stats()
+	if err != nil {
+		return h, err
+	}
+	_, t1, err := e.Acts.Transcripts.Stats()
+	if err != nil {
+		return h, err
+	}
+	h.Payloads, h.Transcripts = p1-p0, t1-t0
+	h.Events, h.Bytes, h.MaxEvent, err = e.historySize(ctx, wid)
+	return h, err
+}
+
+// BareHistory measures a bare workflow of steps activities each returning
+// outputBytes.
+func (e *Env) BareHistory(ctx context.Context, steps, outputBytes int) (HistorySize, error) {
+	h := HistorySize{Steps: steps, Calls: 1, OutputBytes: outputBytes}
+	wid := id("history-bare")
+	if err := e.RunBare(ctx, wid, BareBlobName, steps, outputBytes); err != nil {
+		return h, err
+	}
+	var err error
+	h.Events, h.Bytes, h.MaxEvent, err = e.historySize(ctx, wid)
+	return h, err
+}
+
+// historySize sums the encoded size of every event, which is what the
+// server stores and what counts toward its 50 MB limit.
+func (e *Env) historySize(ctx context.Context, wid string) (events int, size int64, maxEvent int, err error) {
+	it := e.Client.GetWorkflowHistory(ctx, wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		n := proto.Size(ev)
+		events++
+		size += int64(n)
+		maxEvent = max(maxEvent, n)
+	}
+	if events == 0 {
+		return 0, 0, 0, errors.New("empty history")
+	}
+	return events, size, maxEvent, nil
+}
+
+// ResultWaits runs n bare workflows one at a time and waits for each the
+// usual client way (run.Get, a long poll on the close event), and reports
+// how many of those waits outlasted the workflow function's return by more
+// than threshold, and the longest lag.
+func (e *Env) ResultWaits(ctx context.Context, n int, threshold time.Duration) (stalls int, worst time.Duration, err error) {
+	for i := 0; i < n; i++ {
+		wid := id("wait-bare")
+		done := e.Stamps.Arm(DoneKey(wid))
+		run, err := e.StartBare(ctx, wid, BareSeqName, 1)
+		if err != nil {
+			e.Stamps.Disarm(DoneKey(wid))
+			return 0, 0, err
+		}
+		if err := run.Get(ctx, nil); err != nil {
+			e.Stamps.Disarm(DoneKey(wid))
+			return 0, 0, err
+		}
+		got := time.Now()
+		var returned time.Time
+		select {
+		case returned = <-done:
+		case <-time.After(5 * time.Second):
+			e.Stamps.Disarm(DoneKey(wid))
+			return 0, 0, fmt.Errorf("%s: no done stamp", wid)
+		}
+		e.Stamps.Disarm(DoneKey(wid))
+		lag := got.Sub(returned)
+		worst = max(worst, lag)
+		if lag > threshold {
+			stalls++
+		}
+	}
+	return stalls, worst, nil
+}
