@@ -124,6 +124,8 @@ var verbs = []verb{
 		"starter answer tollgate-3f2a9c01 call_ask_tone friendly", (*cli).cmdAnswer},
 	{"connected", "ID CALL", "say the account connection a call waits for is made; the tool runs again",
 		"starter connected tollgate-3f2a9c01 call_list_issues", (*cli).cmdConnected},
+	{"connect", "PROVIDER [--user U] [--token-env VAR]", "store an account token for a provider in the data directory (dev; the token is read from stdin)",
+		"GITHUB_TOKEN=... starter connect github --token-env GITHUB_TOKEN", (*cli).cmdConnect},
 	{"cancel", "ID [CALL]", "with CALL, end that call's wait; without, cancel the whole turn",
 		"starter cancel tollgate-3f2a9c01", (*cli).cmdCancel},
 	{"history", "ID [-o FILE]", "export the turn's history as `temporal workflow show --output json` does",

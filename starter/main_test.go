@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -449,4 +452,29 @@ func TestReplayVerb(t *testing.T) {
 	assert.Equal(t, bad, got[0]["file"])
 
 	assert.Equal(t, 2, h.run("", "replay").code)
+}
+
+func TestConnectStoresTheTokenWithoutEchoingIt(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	c := newCLI(strings.NewReader("s3cret-token\n"), &stdout, &stderr, func(k string) string {
+		if k == "USER" {
+			return "ada"
+		}
+		return ""
+	})
+	code := c.run(context.Background(), []string{"--data", dir, "connect", "github", "--scopes", "repo, read:org"})
+	require.Equal(t, exitOK, code, stderr.String())
+	require.NotContains(t, stdout.String()+stderr.String(), "s3cret-token")
+
+	store, err := connections.NewFileStore(filepath.Join(dir, "connections"))
+	require.NoError(t, err)
+	cred, err := store.Get(context.Background(), "ada", "github")
+	require.NoError(t, err)
+	require.Equal(t, "s3cret-token", cred.Token)
+	require.Equal(t, []string{"repo", "read:org"}, cred.Scopes)
+
+	c = newCLI(strings.NewReader(""), &stdout, &stderr, func(string) string { return "" })
+	require.Equal(t, exitRejected, c.run(context.Background(), []string{"--data", dir, "connect", "github", "--token-env", "NOPE"}))
+	require.Contains(t, stderr.String(), "environment variable NOPE is empty")
 }
