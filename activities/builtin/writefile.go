@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -131,7 +132,7 @@ func readForChange(t target) (content string, existed bool, err error) {
 // replaceFile writes content through a temp file and a rename, so that a
 // crash or a full disk never leaves a half-written source file, and keeps
 // the permissions of the file it replaces.
-func replaceFile(t target, content string) (err error) {
+func replaceFile(t target, content string) error {
 	dir := filepath.Dir(t.path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		// Usually a file where a directory should be: the model can fix it.
@@ -141,30 +142,10 @@ func replaceFile(t target, content string) (err error) {
 	if info, err := os.Stat(t.path); err == nil {
 		mode = info.Mode().Perm()
 	}
-	f, err := os.CreateTemp(dir, ".tollgate-*")
-	if err != nil {
+	if err := atomicfile.Write(t.path, []byte(content), mode); err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return failf("%s cannot be written: permission denied", t.rel)
 		}
-		return fmt.Errorf("write %s: %w", t.rel, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.WriteString(content); err != nil {
-		return fmt.Errorf("write %s: %w", t.rel, err)
-	}
-	if err = f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", t.rel, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", t.rel, err)
-	}
-	if err = os.Rename(tmp, t.path); err != nil {
 		return fmt.Errorf("write %s: %w", t.rel, err)
 	}
 	return nil

@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 )
 
 const (
-	dirPerm    = 0o700
-	tempPrefix = ".tmp-"
+	dirPerm  = 0o700
+	filePerm = 0o600
 )
 
 // FileStore keeps each credential in its own JSON file,
@@ -83,7 +85,11 @@ func (s *FileStore) Put(ctx context.Context, c Credential) error {
 	if err != nil {
 		return fmt.Errorf("connections: encode %s/%s: %w", c.User, c.Provider, err)
 	}
-	if err := writeAtomic(s.path(c.User, c.Provider), data); err != nil {
+	path := s.path(c.User, c.Provider)
+	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+		return fmt.Errorf("connections: store %s/%s: %w", c.User, c.Provider, err)
+	}
+	if err := atomicfile.Write(path, data, filePerm); err != nil {
 		return fmt.Errorf("connections: write %s/%s: %w", c.User, c.Provider, err)
 	}
 	return nil
@@ -102,42 +108,4 @@ func (s *FileStore) Delete(ctx context.Context, user, provider string) error {
 		return fmt.Errorf("connections: delete %s/%s: %w", user, provider, err)
 	}
 	return nil
-}
-
-// writeAtomic makes path appear whole or not at all. os.CreateTemp
-// creates the file 0600 before any byte of the token is written.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, dirPerm); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, tempPrefix+"*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

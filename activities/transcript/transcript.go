@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 
+	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -67,23 +68,7 @@ func (s *Store) Append(head string, messages []results.Message) (string, error) 
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return "", fmt.Errorf("store transcript chunk %s: %w", id, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".chunk-*")
-	if err != nil {
-		return "", fmt.Errorf("store transcript chunk %s: %w", id, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("store transcript chunk %s: %w", id, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("store transcript chunk %s: %w", id, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("store transcript chunk %s: %w", id, err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
+	if err := atomicfile.Write(p, data, 0o600); err != nil {
 		return "", fmt.Errorf("store transcript chunk %s: %w", id, err)
 	}
 	return id, nil

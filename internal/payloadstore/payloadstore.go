@@ -23,6 +23,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 )
 
 // Threshold is the serialized payload size at and above which a payload is
@@ -40,7 +42,7 @@ const (
 	// claimKey holds the hex sha256 of the stored bytes in a claim.
 	claimKey    = "sha256"
 	objectsDir  = "objects"
-	tempPrefix  = ".tmp-"
+	filePerm    = 0o600
 	dirPerm     = 0o700
 	hexHashSize = sha256.Size * 2
 )
@@ -149,7 +151,7 @@ func (d *Driver) Stats() (objects int, bytes int64, err error) {
 		if err != nil {
 			return err
 		}
-		if e.IsDir() || strings.HasPrefix(e.Name(), tempPrefix) {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			return nil
 		}
 		info, err := e.Info()
@@ -181,7 +183,10 @@ func (d *Driver) put(p *commonpb.Payload) (string, error) {
 	if existing, err := os.ReadFile(path); err == nil && bytes.Equal(existing, data) {
 		return key, nil
 	}
-	if err := writeAtomic(path, data); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+		return "", fmt.Errorf("write object %s: %w", key, err)
+	}
+	if err := atomicfile.Write(path, data, filePerm); err != nil {
 		return "", fmt.Errorf("write object %s: %w", key, err)
 	}
 	return key, nil
@@ -222,47 +227,4 @@ func validKey(key string) bool {
 	}
 	_, err := hex.DecodeString(key)
 	return err == nil && strings.ToLower(key) == key
-}
-
-// writeAtomic makes path appear whole or not at all: a crash mid-write
-// leaves only a temp file, never a truncated object under a valid name.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, dirPerm); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, tempPrefix+"*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes the rename itself durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }

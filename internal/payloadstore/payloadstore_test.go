@@ -84,7 +84,7 @@ func TestAtomicWriteLeavesNoTempFiles(t *testing.T) {
 	}
 	err = filepath.WalkDir(d.Dir(), func(path string, e os.DirEntry, err error) error {
 		require.NoError(t, err)
-		require.False(t, strings.HasPrefix(e.Name(), tempPrefix), "temp file left behind: %s", path)
+		require.False(t, strings.HasPrefix(e.Name(), ".") && e.Name() != ".", "temp file left behind: %s", path)
 		return nil
 	})
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestAtomicWriteLeavesNoTempFiles(t *testing.T) {
 	// A temp file a crashed writer left is not counted as an object.
 	key := strings.Repeat("ab", 32)
 	require.NoError(t, os.MkdirAll(filepath.Join(d.Dir(), "objects", "ab"), 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(d.Dir(), "objects", "ab", tempPrefix+"123"), []byte("half"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(d.Dir(), "objects", "ab", ".tmp-123"), []byte("half"), 0o600))
 	objects, _, err := d.Stats()
 	require.NoError(t, err)
 	require.Equal(t, 5, objects)
