@@ -18,7 +18,9 @@ import (
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
 	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/membership/static"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 )
@@ -110,6 +112,7 @@ func Start(opts Options) (*Server, error) {
 		temporal.WithLogger(opts.Logger),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithStaticHosts(staticHosts(opts, ports)),
 	}
 	if len(opts.DynamicConfig) > 0 {
 		serverOpts = append(serverOpts, temporal.WithDynamicConfigClient(opts.DynamicConfig))
@@ -177,6 +180,28 @@ func serverConfig(opts Options, ports []int) *config.Config {
 			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
 		}},
 		PublicClient: config.PublicClient{HostPort: net.JoinHostPort(local, strconv.Itoa(opts.Port))},
+	}
+}
+
+// staticHosts pins every service to this process. With the default
+// (ringpop) membership a server restarted on the same database within 20s
+// tries to join the members its previous run recorded there, on ports
+// nobody listens on any more, and answers "Not enough hosts to serve the
+// request" for 30s or more; the official CLI's dev server pins its hosts
+// for the same reason.
+func staticHosts(opts Options, ports []int) map[primitives.ServiceName]static.Hosts {
+	frontend := opts.IP
+	if ip := net.ParseIP(frontend); ip == nil || ip.IsUnspecified() {
+		frontend = "127.0.0.1"
+	}
+	local := func(port int) static.Hosts {
+		return static.SingleLocalHost(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	}
+	return map[primitives.ServiceName]static.Hosts{
+		primitives.FrontendService: static.SingleLocalHost(net.JoinHostPort(frontend, strconv.Itoa(opts.Port))),
+		primitives.HistoryService:  local(ports[1]),
+		primitives.MatchingService: local(ports[3]),
+		primitives.WorkerService:   local(ports[5]),
 	}
 }
 
