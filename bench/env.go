@@ -13,9 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
@@ -180,19 +180,20 @@ func (e *Env) Close() {
 	}
 }
 
-// Wait waits until the workflow has closed. A client's usual wait (the
-// result's long poll) is not used: the embedded server sometimes drops
-// the notification that ends it, and the wait then lasts the whole
-// long-poll interval (see the report). Instead the worker stamps the
-// moment the workflow function returns, and DescribeWorkflowExecution
-// confirms the close a millisecond or two later. done is the armed
-// DoneKey channel.
-func (e *Env) Wait(ctx context.Context, wid string, done <-chan time.Time) error {
-	return WaitClosed(ctx, e.Client, wid, done)
+// Wait waits until the workflow has closed and decodes its result into
+// valuePtr (nil to ignore it). A client's usual wait, a long poll on the
+// close event from the start, sometimes misses the close on the embedded
+// server and then lasts the whole long-poll interval, 20 s (see the
+// report). So the worker stamps the moment the workflow function returns
+// (done is the armed DoneKey channel), and only then does Wait ask for
+// the result: the close is then the single event left to come, which the
+// long poll does not miss.
+func (e *Env) Wait(ctx context.Context, wid string, done <-chan time.Time, valuePtr any) error {
+	return WaitClosed(ctx, e.Client, wid, done, valuePtr)
 }
 
 // WaitClosed is Env.Wait for any client.
-func WaitClosed(ctx context.Context, c client.Client, wid string, done <-chan time.Time) error {
+func WaitClosed(ctx context.Context, c client.Client, wid string, done <-chan time.Time, valuePtr any) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -200,17 +201,21 @@ func WaitClosed(ctx context.Context, c client.Client, wid string, done <-chan ti
 	case <-time.After(2 * time.Minute):
 		return fmt.Errorf("%s: the workflow did not finish within 2 minutes", wid)
 	}
+	// Belt and braces: a long poll that still misses the close is cut
+	// after a second and asked again, which then finds it closed.
 	for {
-		d, err := c.DescribeWorkflowExecution(ctx, wid, "")
-		if err != nil {
+		gctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := c.GetWorkflow(gctx, wid, "").Get(gctx, valuePtr)
+		cancel()
+		if err == nil || ctx.Err() != nil || gctx.Err() == nil {
 			return err
 		}
-		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			return nil
-		}
-		time.Sleep(time.Millisecond)
+		Repolls.Add(1)
 	}
 }
+
+// Repolls counts result waits that had to be asked again (see WaitClosed).
+var Repolls atomic.Int64
 
 // StartTurn starts an AgentTurn on the Tollgate queue.
 func (e *Env) StartTurn(ctx context.Context, id string, in workflows.Input) (client.WorkflowRun, error) {

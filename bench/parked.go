@@ -277,7 +277,7 @@ func (e *Env) ParkedTurns(ctx context.Context, side string, total, cache int, ch
 		}); err != nil {
 			return err
 		}
-		return e.Wait(ctx, wid, done)
+		return e.Wait(ctx, wid, done, nil)
 	}
 	// Warm the worker up with a few full turns before the baseline.
 	for i := 0; i < 5; i++ {
@@ -311,7 +311,7 @@ func (e *Env) ParkedTurns(ctx context.Context, side string, total, cache int, ch
 		if err := Pool(ctx, 50, cp-from, func(ctx context.Context, i int) error { return start(ctx, ids[from+i]) }); err != nil {
 			return nil, err
 		}
-		if err := e.WaitParked(ctx, ids[from:], 50); err != nil {
+		if err := e.WaitParked(ctx, ids[from:], 10); err != nil {
 			return nil, err
 		}
 		r.Park += time.Since(t0)

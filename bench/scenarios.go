@@ -24,15 +24,11 @@ func id(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) 
 func (e *Env) RunTurn(ctx context.Context, wid string, in workflows.Input) (workflows.Result, error) {
 	done := e.Stamps.Arm(DoneKey(wid))
 	defer e.Stamps.Disarm(DoneKey(wid))
-	run, err := e.StartTurn(ctx, wid, in)
-	if err != nil {
-		return workflows.Result{}, err
-	}
-	if err := e.Wait(ctx, wid, done); err != nil {
+	if _, err := e.StartTurn(ctx, wid, in); err != nil {
 		return workflows.Result{}, err
 	}
 	var res workflows.Result
-	if err := run.Get(ctx, &res); err != nil {
+	if err := e.Wait(ctx, wid, done, &res); err != nil {
 		return res, err
 	}
 	if res.Status != workflows.StatusCompleted {
@@ -45,14 +41,10 @@ func (e *Env) RunTurn(ctx context.Context, wid string, in workflows.Input) (work
 func (e *Env) RunBare(ctx context.Context, wid string, wf string, args ...any) error {
 	done := e.Stamps.Arm(DoneKey(wid))
 	defer e.Stamps.Disarm(DoneKey(wid))
-	run, err := e.StartBare(ctx, wid, wf, args...)
-	if err != nil {
+	if _, err := e.StartBare(ctx, wid, wf, args...); err != nil {
 		return err
 	}
-	if err := e.Wait(ctx, wid, done); err != nil {
-		return err
-	}
-	return run.Get(ctx, nil)
+	return e.Wait(ctx, wid, done, nil)
 }
 
 func timed(f func() error) (time.Duration, error) {
@@ -222,7 +214,7 @@ func (e *Env) resumeOne(ctx context.Context, wid, update string, arg any) (fromA
 		}
 	}
 	// Let the workflow finish so the next sample runs on a quiet system.
-	if err := e.Wait(ctx, wid, done); err != nil {
+	if err := e.Wait(ctx, wid, done, nil); err != nil {
 		return 0, 0, err
 	}
 	return started.Sub(accepted), started.Sub(sent), nil
@@ -236,25 +228,39 @@ func (e *Env) WaitParked(ctx context.Context, ids []string, width int) error {
 
 func WaitParked(ctx context.Context, c client.Client, ids []string, width int) error {
 	deadline := time.Now().Add(5 * time.Minute)
-	return Pool(ctx, width, len(ids), func(ctx context.Context, i int) error {
-		for {
-			d, err := c.DescribeWorkflowExecution(ctx, ids[i], "")
+	left := ids
+	for {
+		parked := make([]bool, len(left))
+		err := Pool(ctx, width, len(left), func(ctx context.Context, i int) error {
+			d, err := c.DescribeWorkflowExecution(ctx, left[i], "")
 			if err != nil {
 				return err
 			}
 			info := d.GetWorkflowExecutionInfo()
 			if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-				return fmt.Errorf("%s is %s, not waiting", ids[i], info.GetStatus())
+				return fmt.Errorf("%s is %s, not waiting", left[i], info.GetStatus())
 			}
-			if d.GetPendingWorkflowTask() == nil && len(d.GetPendingActivities()) == 0 && info.GetHistoryLength() >= 4 {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("%s did not park within 5 minutes", ids[i])
-			}
-			time.Sleep(20 * time.Millisecond)
+			parked[i] = d.GetPendingWorkflowTask() == nil && len(d.GetPendingActivities()) == 0 && info.GetHistoryLength() >= 4
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-	})
+		var still []string
+		for i, p := range parked {
+			if !p {
+				still = append(still, left[i])
+			}
+		}
+		if len(still) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d workflows did not park within 5 minutes, %s among them", len(still), still[0])
+		}
+		left = still
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Throughput is benchmark 4: turns per second with a fixed number in
@@ -281,25 +287,24 @@ func (e *Env) Throughput(ctx context.Context, calls, inFlight, total, reps int) 
 	bare := func(ctx context.Context, _ int) error { return e.RunBare(ctx, id("tput-bare"), BareSeqName, calls) }
 	loop := func(ctx context.Context, _ int) error { return e.RunBare(ctx, id("tput-loop"), BareLoopName, calls) }
 	// Warm up every path with a short burst.
-	for _, f := range []func(context.Context, int) error{turn, bare, loop} {
-		if _, err := rate(inFlight, f); err != nil {
+	kinds := []func(context.Context, int) error{turn, bare, loop}
+	for _, f := range kinds {
+		if _, err := rate(min(10, total), f); err != nil {
 			return nil, err
 		}
 	}
 	for i := 0; i < reps; i++ {
-		t, err := rate(total, turn)
-		if err != nil {
-			return nil, err
+		// Rotate the order so no side always runs first or last.
+		got := make([]float64, 3)
+		for k := 0; k < 3; k++ {
+			j := (i + k) % 3
+			v, err := rate(total, kinds[j])
+			if err != nil {
+				return nil, err
+			}
+			got[j] = v
 		}
-		b, err := rate(total, bare)
-		if err != nil {
-			return nil, err
-		}
-		l, err := rate(total, loop)
-		if err != nil {
-			return nil, err
-		}
-		r.Tollgate, r.BareN, r.BareLoop = append(r.Tollgate, t), append(r.BareN, b), append(r.BareLoop, l)
+		r.Tollgate, r.BareN, r.BareLoop = append(r.Tollgate, got[0]), append(r.BareN, got[1]), append(r.BareLoop, got[2])
 	}
 	return r, nil
 }
@@ -387,36 +392,50 @@ func (e *Env) historySize(ctx context.Context, wid string) (events int, size int
 	return events, size, maxEvent, nil
 }
 
-// ResultWaits runs n bare workflows one at a time and waits for each the
-// usual client way (run.Get, a long poll on the close event), and reports
-// how many of those waits outlasted the workflow function's return by more
-// than threshold, and the longest lag.
-func (e *Env) ResultWaits(ctx context.Context, n int, threshold time.Duration) (stalls int, worst time.Duration, err error) {
-	for i := 0; i < n; i++ {
-		wid := id("wait-bare")
+// ResultWaits runs n Tollgate turns (3 tool calls) and n bare loops (7
+// activities), alternating, one at a time, and waits for each the usual
+// client way (run.Get, a long poll on the close event). It counts the
+// waits that outlasted the workflow function's return by more than
+// threshold, and the longest lag.
+func (e *Env) ResultWaits(ctx context.Context, n int, threshold time.Duration) (stalls [2]int, worst time.Duration, err error) {
+	model, err := e.Script(3, 1, NoopTool, struct{}{})
+	if err != nil {
+		return stalls, 0, err
+	}
+	wait := func(wid string, start func() (client.WorkflowRun, error)) (time.Duration, error) {
 		done := e.Stamps.Arm(DoneKey(wid))
-		run, err := e.StartBare(ctx, wid, BareSeqName, 1)
+		defer e.Stamps.Disarm(DoneKey(wid))
+		run, err := start()
 		if err != nil {
-			e.Stamps.Disarm(DoneKey(wid))
-			return 0, 0, err
+			return 0, err
 		}
 		if err := run.Get(ctx, nil); err != nil {
-			e.Stamps.Disarm(DoneKey(wid))
-			return 0, 0, err
+			return 0, err
 		}
 		got := time.Now()
-		var returned time.Time
 		select {
-		case returned = <-done:
+		case returned := <-done:
+			return got.Sub(returned), nil
 		case <-time.After(5 * time.Second):
-			e.Stamps.Disarm(DoneKey(wid))
-			return 0, 0, fmt.Errorf("%s: no done stamp", wid)
+			return 0, fmt.Errorf("%s: no done stamp", wid)
 		}
-		e.Stamps.Disarm(DoneKey(wid))
-		lag := got.Sub(returned)
-		worst = max(worst, lag)
-		if lag > threshold {
-			stalls++
+	}
+	for i := 0; i < n; i++ {
+		for side := 0; side < 2; side++ {
+			wid := id("wait")
+			lag, err := wait(wid, func() (client.WorkflowRun, error) {
+				if side == 0 {
+					return e.StartTurn(ctx, wid, TurnInput(model, 3, false))
+				}
+				return e.StartBare(ctx, wid, BareLoopName, 3)
+			})
+			if err != nil {
+				return stalls, 0, err
+			}
+			worst = max(worst, lag)
+			if lag > threshold {
+				stalls[side]++
+			}
 		}
 	}
 	return stalls, worst, nil
