@@ -16,12 +16,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/common/dynamicconfig"
+	"google.golang.org/grpc"
 
 	"github.com/tollgate-dev/tollgate/activities"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
@@ -50,6 +52,9 @@ type Options struct {
 	// NoWorkers leaves the in-process workers out (the parked-turn
 	// benchmark runs its workers in subprocesses).
 	NoWorkers bool
+	// SQLiteFile keeps the server's database in a file in the data
+	// directory, as `worker --dev` does, instead of in memory.
+	SQLiteFile bool
 }
 
 // Env is one embedded server, one client and a worker for each side.
@@ -82,7 +87,11 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.Server, err = devserver.Start(devserver.Options{Port: port, DynamicConfig: opts.DynamicConfig})
+	so := devserver.Options{Port: port, DynamicConfig: opts.DynamicConfig}
+	if opts.SQLiteFile {
+		so.DatabasePath = filepath.Join(e.DataDir, "temporal.db")
+	}
+	e.Server, err = devserver.Start(so)
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -124,6 +133,7 @@ func Dial(address, dataDir string) (client.Client, error) {
 		return nil, err
 	}
 	opts.Logger = quietLogger()
+	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithChainUnaryInterceptor(countRPCs))
 	var c client.Client
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -137,6 +147,15 @@ func Dial(address, dataDir string) (client.Client, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return c, nil
+}
+
+// RPCs counts the client's calls to the server, the workers' polls
+// included.
+var RPCs atomic.Int64
+
+func countRPCs(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	RPCs.Add(1)
+	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
 func quietLogger() sdklog.Logger {
@@ -324,6 +343,53 @@ type stampActivity struct {
 }
 
 func (a *stampActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
-	a.stamps.fire(StartKey(activityWorkflowID(ctx)), time.Now())
-	return a.Next.ExecuteActivity(ctx, in)
+	t := time.Now()
+	a.stamps.fire(StartKey(activityWorkflowID(ctx)), t)
+	res, err := a.Next.ExecuteActivity(ctx, in)
+	ActivityTimes.add(activity.GetInfo(ctx).ActivityType.Name, time.Since(t))
+	return res, err
+}
+
+// ActivityTimes sums the time spent inside each activity type's function
+// (in-process workers only).
+var ActivityTimes = &activityTimes{m: map[string]*activityTime{}}
+
+type activityTimes struct {
+	mu sync.Mutex
+	m  map[string]*activityTime
+}
+
+type activityTime struct {
+	n     int
+	total time.Duration
+}
+
+func (a *activityTimes) add(name string, d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.m[name]
+	if t == nil {
+		t = &activityTime{}
+		a.m[name] = t
+	}
+	t.n++
+	t.total += d
+}
+
+// Reset forgets everything so far.
+func (a *activityTimes) Reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.m = map[string]*activityTime{}
+}
+
+// Mean is the mean time inside an activity type and how many ran.
+func (a *activityTimes) Mean(name string) (time.Duration, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.m[name]
+	if t == nil || t.n == 0 {
+		return 0, 0
+	}
+	return t.total / time.Duration(t.n), t.n
 }

@@ -59,8 +59,11 @@ func timed(f func() error) (time.Duration, error) {
 type ToolCalls struct {
 	N                         int
 	Tollgate, BareN, BareLoop []time.Duration
-	// Per-step decomposition of one Tollgate turn, from history timestamps.
-	Hops HopBreakdown
+	// Decomposition of one Tollgate turn and one bare loop, from history
+	// timestamps.
+	Hops, LoopHops HopBreakdown
+	// Mean time inside each activity function, by type.
+	InCallModel, InRunTool, InBare time.Duration
 }
 
 func (e *Env) ToolCalls(ctx context.Context, n, reps int) (*ToolCalls, error) {
@@ -71,7 +74,10 @@ func (e *Env) ToolCalls(ctx context.Context, n, reps int) (*ToolCalls, error) {
 	r := &ToolCalls{N: n}
 	// One unmeasured round warms every code path on both sides.
 	for i := -1; i < reps; i++ {
-		tid := id("calls-tollgate")
+		if i == 0 {
+			ActivityTimes.Reset()
+		}
+		tid, lid := id("calls-tollgate"), id("calls-loop")
 		dt, err := timed(func() error { _, err := e.RunTurn(ctx, tid, TurnInput(model, n, false)); return err })
 		if err != nil {
 			return nil, err
@@ -80,7 +86,7 @@ func (e *Env) ToolCalls(ctx context.Context, n, reps int) (*ToolCalls, error) {
 		if err != nil {
 			return nil, err
 		}
-		dl, err := timed(func() error { return e.RunBare(ctx, id("calls-loop"), BareLoopName, n) })
+		dl, err := timed(func() error { return e.RunBare(ctx, lid, BareLoopName, n) })
 		if err != nil {
 			return nil, err
 		}
@@ -92,8 +98,14 @@ func (e *Env) ToolCalls(ctx context.Context, n, reps int) (*ToolCalls, error) {
 			if r.Hops, err = e.hops(ctx, tid); err != nil {
 				return nil, err
 			}
+			if r.LoopHops, err = e.hops(ctx, lid); err != nil {
+				return nil, err
+			}
 		}
 	}
+	r.InCallModel, _ = ActivityTimes.Mean("CallModel")
+	r.InRunTool, _ = ActivityTimes.Mean("RunTool")
+	r.InBare, _ = ActivityTimes.Mean(bareNoop)
 	return r, nil
 }
 
@@ -268,6 +280,9 @@ func WaitParked(ctx context.Context, c client.Client, ids []string, width int) e
 type Throughput struct {
 	Calls, InFlight, Total    int
 	Tollgate, BareN, BareLoop []float64 // per second, one per rep
+	// RPCRate is the client's calls per second (workers' polls included)
+	// during each kind's runs: Tollgate, bare, loop; the highest rep.
+	RPCRate [3]float64
 }
 
 func (e *Env) Throughput(ctx context.Context, calls, inFlight, total, reps int) (*Throughput, error) {
@@ -298,11 +313,13 @@ func (e *Env) Throughput(ctx context.Context, calls, inFlight, total, reps int) 
 		got := make([]float64, 3)
 		for k := 0; k < 3; k++ {
 			j := (i + k) % 3
+			n0, t0 := RPCs.Load(), time.Now()
 			v, err := rate(total, kinds[j])
 			if err != nil {
 				return nil, err
 			}
 			got[j] = v
+			r.RPCRate[j] = max(r.RPCRate[j], float64(RPCs.Load()-n0)/time.Since(t0).Seconds())
 		}
 		r.Tollgate, r.BareN, r.BareLoop = append(r.Tollgate, got[0]), append(r.BareN, got[1]), append(r.BareLoop, got[2])
 	}

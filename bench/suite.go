@@ -77,8 +77,9 @@ func describe(dc dynamicconfig.StaticClient) string {
 }
 
 type namedConfig struct {
-	name string
-	dc   dynamicconfig.StaticClient
+	name   string
+	dc     dynamicconfig.StaticClient
+	sqlite bool
 }
 
 func configs() []namedConfig {
@@ -87,10 +88,11 @@ func configs() []namedConfig {
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 	}
 	return []namedConfig{
-		{"server defaults", nil},
-		{"1 task queue partition", partitions},
-		{"queue processors at 10000 reads/s", fastQueues()},
-		{"both (used below)", TunedDynamicConfig()},
+		{"server defaults", nil, false},
+		{"1 task queue partition", partitions, false},
+		{"queue processors at 10000 reads/s", fastQueues(), false},
+		{"both (used below)", TunedDynamicConfig(), false},
+		{"both, SQLite in a file as `worker --dev` keeps it (WAL, synchronous=FULL)", TunedDynamicConfig(), true},
 	}
 }
 
@@ -105,9 +107,10 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 
 	var err error
 	var micro *Table
+	var microNs map[string]time.Duration
 	if cfg.Micro {
 		logf("micro benchmarks")
-		micro = runMicros()
+		micro, microNs = runMicros()
 	}
 
 	var cfgTable *Table
@@ -190,7 +193,10 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 	reportThroughput(tp, summary, &details)
 	reportHistory(hist, summary, &details)
 	if micro != nil {
-		summary.Add("6", "micro: results encode, decode, render (table below)", "see below", "—", "—", "measured, no goal", "—")
+		codec := microNs["EncodeOutcome"] + microNs["DecodeOutcome"] + microNs["EncodeCard"] + microNs["DecodeCard"] + microNs["RenderCard"]
+		perCall := Median(tc.Tollgate) / time.Duration(tc.N)
+		summary.Add("6", "micro (table below): encode + decode of one outcome and one card, plus one render, against a tool call's time in 1a",
+			fmt.Sprintf("%.1f µs = %.1f%% of %s", float64(codec)/1e3, 100*float64(codec)/float64(perCall), ms(perCall)), "—", "—", "(context; no goal)", "—")
 	}
 
 	out.WriteString(summary.String())
@@ -244,7 +250,7 @@ func resultWaits(ctx context.Context, cfg Config) (string, error) {
 const configCalls, configTurns = 5, 50
 
 func compareConfig(ctx context.Context, c namedConfig, cfg Config, t *Table) error {
-	e, err := Start(Options{DynamicConfig: c.dc})
+	e, err := Start(Options{DynamicConfig: c.dc, SQLiteFile: c.sqlite})
 	if err != nil {
 		return err
 	}
@@ -262,7 +268,11 @@ func compareConfig(ctx context.Context, c namedConfig, cfg Config, t *Table) err
 	if tc.Hops.WFTs > 0 {
 		dispatch = tc.Hops.WFTQueue / time.Duration(tc.Hops.WFTs)
 	}
-	t.Add(c.name+": "+describe(c.dc), ms(Median(tc.BareN)/n), ms(Median(tc.Tollgate)/n),
+	name := c.name
+	if len(c.dc) > 0 && !c.sqlite {
+		name += ": " + describe(c.dc)
+	}
+	t.Add(name, ms(Median(tc.BareN)/n), ms(Median(tc.Tollgate)/n),
 		fmt.Sprintf("%.0f", MedianFloat(tp.BareN)), fmt.Sprintf("%.0f", MedianFloat(tp.Tollgate)), ms(dispatch))
 	return nil
 }
@@ -285,14 +295,27 @@ func reportToolCalls(tc *ToolCalls, s *Table, d *strings.Builder) {
 		ms(tg), ms(bare), x(r1), "≤ 1.25×", verdict(r1 <= 1.25))
 	s.Add("1b", fmt.Sprintf("same, vs bare loop with the turn's activity count (%d model + %d tool activities) ÷ %d", tc.N+1, tc.N, tc.N),
 		ms(tg), ms(loop), x(r2), "≤ 1.25×", verdict(r2 <= 1.25))
-	h := tc.Hops
+	h, l := tc.Hops, tc.LoopHops
+	per := func(total time.Duration, n int) string {
+		if n == 0 {
+			return "—"
+		}
+		return ms(total / time.Duration(n))
+	}
 	fmt.Fprintf(d, "**1. Counting.** A Tollgate step is one `CallModel` activity and one `RunTool` activity, and a turn of N sequential calls makes N+1 model calls, "+
 		"plus the `DescribeTools` local activity in its first workflow task: %d activities and %d workflow tasks for N = %d. "+
-		"1a compares with what the goal names, N activities, so it charges the model calls to Tollgate; 1b compares with a bare workflow that runs the same %d activities in the same order, which isolates what Tollgate adds per activity (typed results, the transcript store, policy, state). "+
-		"Whole turn: Tollgate %s, bare N %s, bare loop %s. One Tollgate turn split by history timestamps: workflow tasks waited %s in dispatch and ran %s (both summed over %d tasks); activities took %s from scheduled to completed (summed over %d).\n\n",
-		h.Activities, h.WFTs, tc.N, 2*tc.N+1,
-		ms(Median(tc.Tollgate)), ms(Median(tc.BareN)), ms(Median(tc.BareLoop)),
-		ms(h.WFTQueue), ms(h.WFTRun), h.WFTs, ms(h.Activity), h.Activities)
+		"1a compares with what the goal names, a bare workflow with N activities, so it charges the model calls to Tollgate; 1b compares with a bare loop that runs the same %d activities in the same order, which isolates what Tollgate adds to each (typed results, the transcript store, policy, state). "+
+		"Whole turn: Tollgate %s, bare N %s, bare loop %s.\n\n",
+		h.Activities, h.WFTs, tc.N, 2*tc.N+1, ms(Median(tc.Tollgate)), ms(Median(tc.BareN)), ms(Median(tc.BareLoop)))
+	t := &Table{Head: []string{"one run, from history timestamps", "Tollgate turn", "bare loop"}}
+	t.Add("workflow tasks", fmt.Sprint(h.WFTs), fmt.Sprint(l.WFTs))
+	t.Add("per workflow task: waiting for dispatch (scheduled → started)", per(h.WFTQueue, h.WFTs), per(l.WFTQueue, l.WFTs))
+	t.Add("per workflow task: on the worker and completing (started → completed)", per(h.WFTRun, h.WFTs), per(l.WFTRun, l.WFTs))
+	t.Add("activities", fmt.Sprint(h.Activities), fmt.Sprint(l.Activities))
+	t.Add("per activity: scheduled → completed", per(h.Activity, h.Activities), per(l.Activity, l.Activities))
+	t.Add("mean time inside the activity function (all measured runs)", fmt.Sprintf("CallModel %s, RunTool %s", ms(tc.InCallModel), ms(tc.InRunTool)), ms(tc.InBare))
+	d.WriteString(t.String())
+	d.WriteString("\n")
 }
 
 func reportResume(r *Resume, s *Table) {
@@ -316,8 +339,9 @@ func reportThroughput(tp *Throughput, s *Table, d *strings.Builder) {
 		return strings.Join(p, ", ")
 	}
 	fmt.Fprintf(d, "**4. Throughput.** Each rep runs %d turns of each kind back to back, %d in flight, after a warm-up burst; turns/s per rep: Tollgate %s; bare %d activities %s; bare loop %s. "+
-		"Everything (server, client, workers) shares the same cores, so this measures how much work each turn costs the whole system.\n\n",
-		tp.Total, tp.InFlight, rates(tp.Tollgate), tp.Calls, rates(tp.BareN), rates(tp.BareLoop))
+		"Everything (server, client, workers) shares the same cores, so this measures how much work each turn costs the whole system. "+
+		"The client made at most %.0f (Tollgate), %.0f (bare) and %.0f (bare loop) calls a second to the server, workers' polls included, far under the frontend's default limits (`frontend.rps` and `frontend.namespaceRPS`, 2400 each), so no rate limit was in play.\n\n",
+		tp.Total, tp.InFlight, rates(tp.Tollgate), tp.Calls, rates(tp.BareN), rates(tp.BareLoop), tp.RPCRate[0], tp.RPCRate[1], tp.RPCRate[2])
 	tg, bare, loop := MedianFloat(tp.Tollgate), MedianFloat(tp.BareN), MedianFloat(tp.BareLoop)
 	r1, r2 := repRatio(tp.Tollgate, tp.BareN), repRatio(tp.Tollgate, tp.BareLoop)
 	s.Add("4a", fmt.Sprintf("throughput, turns/s: %d tool calls each, %d in flight, %d per rep; bare: %d activities", tp.Calls, tp.InFlight, tp.Total, tp.Calls),
@@ -446,11 +470,13 @@ func reportHistory(h *historyRuns, s *Table, d *strings.Builder) {
 		"The turn's result, which carries every message and card, is the one payload that can pass the 128 KiB threshold; from there on it goes to the payload store, so history alone grows %s per step from 10 to 25 steps and %s from 25 to 50, while history plus stored bytes grows evenly.\n\n%s\n", bytesStr(s1), bytesStr(s2), t.String())
 }
 
-func runMicros() *Table {
+func runMicros() (*Table, map[string]time.Duration) {
 	t := &Table{Head: []string{"benchmark", "what", "ns/op", "B/op", "allocs/op"}}
+	ns := map[string]time.Duration{}
 	for _, m := range Micros() {
 		r := testing.Benchmark(m.F)
+		ns[m.Name] = time.Duration(r.NsPerOp())
 		t.Add(m.Name, m.What, fmt.Sprintf("%d", r.NsPerOp()), fmt.Sprintf("%d", r.AllocedBytesPerOp()), fmt.Sprintf("%d", r.AllocsPerOp()))
 	}
-	return t
+	return t, ns
 }
