@@ -20,7 +20,7 @@ func main() {
 	out := flag.String("out", "bench/results.md", "write the report here too (empty: stdout only)")
 	long := flag.Bool("long", false, "park 10,000 turns instead of 2,000")
 	quick := flag.Bool("quick", false, "a small, fast run to check the suite works (numbers are not meaningful)")
-	timeout := flag.Duration("timeout", 9*time.Minute, "give up after this long")
+	timeout := flag.Duration("timeout", 0, "give up after this long (default 9m, 45m with -long)")
 	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of each macro benchmark")
 	flag.IntVar(&cfg.Parked, "parked", cfg.Parked, "parked turns")
 	flag.IntVar(&cfg.Cache, "cache", cfg.Cache, "sticky workflow cache size of the parked-turn workers")
@@ -29,6 +29,12 @@ func main() {
 	flag.Parse()
 	if *long {
 		cfg.Parked = 10000
+	}
+	if *timeout == 0 {
+		*timeout = 9 * time.Minute
+		if *long {
+			*timeout = 45 * time.Minute
+		}
 	}
 	if *quick {
 		cfg.Reps, cfg.Calls, cfg.ResumeSamples, cfg.Parked, cfg.Cache, cfg.Total, cfg.InFlight = 2, 3, 5, 100, 20, 20, 10
