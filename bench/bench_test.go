@@ -21,7 +21,7 @@ func TestSuiteSmoke(t *testing.T) {
 		t.Skip("starts an embedded server and subprocess workers")
 	}
 	cfg := DefaultConfig()
-	cfg.Reps, cfg.Calls, cfg.ResumeSamples, cfg.Parked, cfg.Cache = 1, 2, 2, 20, 5
+	cfg.Reps, cfg.CallReps, cfg.Calls, cfg.ResumeSamples, cfg.Parked, cfg.Cache = 1, 1, 2, 2, 20, 5
 	cfg.Total, cfg.InFlight, cfg.Configs, cfg.Micro = 5, 5, false, false
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

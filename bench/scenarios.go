@@ -59,8 +59,8 @@ func timed(f func() error) (time.Duration, error) {
 type ToolCalls struct {
 	N                         int
 	Tollgate, BareN, BareLoop []time.Duration
-	// Decomposition of one Tollgate turn and one bare loop, from history
-	// timestamps.
+	// Decomposition of the measured Tollgate turns and bare loops, from
+	// history timestamps, summed over the reps.
 	Hops, LoopHops HopBreakdown
 	// Mean time inside each activity function, by type.
 	InCallModel, InRunTool, InBare time.Duration
@@ -78,30 +78,36 @@ func (e *Env) ToolCalls(ctx context.Context, n, reps int) (*ToolCalls, error) {
 			ActivityTimes.Reset()
 		}
 		tid, lid := id("calls-tollgate"), id("calls-loop")
-		dt, err := timed(func() error { _, err := e.RunTurn(ctx, tid, TurnInput(model, n, false)); return err })
-		if err != nil {
-			return nil, err
+		runs := []func() error{
+			func() error { _, err := e.RunTurn(ctx, tid, TurnInput(model, n, false)); return err },
+			func() error { return e.RunBare(ctx, id("calls-bare"), BareSeqName, n) },
+			func() error { return e.RunBare(ctx, lid, BareLoopName, n) },
 		}
-		db, err := timed(func() error { return e.RunBare(ctx, id("calls-bare"), BareSeqName, n) })
-		if err != nil {
-			return nil, err
+		// Rotate the order so no side always runs first or last.
+		got := make([]time.Duration, 3)
+		for k := range runs {
+			j := (i + 3 + k) % 3
+			d, err := timed(runs[j])
+			if err != nil {
+				return nil, err
+			}
+			got[j] = d
 		}
-		dl, err := timed(func() error { return e.RunBare(ctx, lid, BareLoopName, n) })
-		if err != nil {
-			return nil, err
-		}
+		dt, db, dl := got[0], got[1], got[2]
 		if i < 0 {
 			continue
 		}
 		r.Tollgate, r.BareN, r.BareLoop = append(r.Tollgate, dt), append(r.BareN, db), append(r.BareLoop, dl)
-		if i == reps/2 {
-			if r.Hops, err = e.hops(ctx, tid); err != nil {
-				return nil, err
-			}
-			if r.LoopHops, err = e.hops(ctx, lid); err != nil {
-				return nil, err
-			}
+		th, err := e.hops(ctx, tid)
+		if err != nil {
+			return nil, err
 		}
+		lh, err := e.hops(ctx, lid)
+		if err != nil {
+			return nil, err
+		}
+		r.Hops.add(th)
+		r.LoopHops.add(lh)
 	}
 	r.InCallModel, _ = ActivityTimes.Mean("CallModel")
 	r.InRunTool, _ = ActivityTimes.Mean("RunTool")
@@ -117,6 +123,14 @@ type HopBreakdown struct {
 	// Activity: activity scheduled → completed (dispatch + run + report).
 	WFTQueue, WFTRun, Activity time.Duration
 	WFTs, Activities           int
+}
+
+func (h *HopBreakdown) add(o HopBreakdown) {
+	h.WFTQueue += o.WFTQueue
+	h.WFTRun += o.WFTRun
+	h.Activity += o.Activity
+	h.WFTs += o.WFTs
+	h.Activities += o.Activities
 }
 
 func (e *Env) hops(ctx context.Context, wid string) (HopBreakdown, error) {

@@ -14,8 +14,9 @@ import (
 
 // Config sizes a suite run.
 type Config struct {
-	// Reps is the number of measured repetitions of each macro benchmark.
-	Reps int
+	// Reps is the number of measured repetitions of the macro benchmarks;
+	// CallReps of benchmark 1, whose turns are short.
+	Reps, CallReps int
 	// Calls is N, the sequential tool calls of benchmark 1.
 	Calls int
 	// ResumeSamples is the number of resume samples per side and rep.
@@ -37,7 +38,7 @@ type Config struct {
 
 // DefaultConfig is what `make bench` runs.
 func DefaultConfig() Config {
-	return Config{Reps: 5, Calls: 10, ResumeSamples: 60, Parked: 2000, Cache: 250,
+	return Config{Reps: 5, CallReps: 15, Calls: 10, ResumeSamples: 60, Parked: 2000, Cache: 250,
 		Total: 150, InFlight: 50, TPCalls: 3, Configs: true, Micro: true, Log: io.Discard}
 }
 
@@ -144,14 +145,14 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 	fmt.Fprintf(&out, "Server: `internal/devserver` in this process, in-memory SQLite, 1 history shard; dynamic config %s. "+
 		"Both sides use the same client (Tollgate's, with external payload storage), the same SDK worker options (defaults) and the same server; "+
 		"Tollgate runs `AgentTurn` with the scripted model and no-op tools through `app.NewActivities` + `app.Register`, bare runs plain workflows with no-op activities. "+
-		"Times are medians over %d repetitions unless noted; a ratio is the median of the per-repetition ratios (each pair ran back to back, so load from other processes mostly cancels). "+
-		"Completion is detected the same way on both sides (see \"Lost result notifications\" below).\n\n", describe(dc), cfg.Reps)
+		"Times are medians over %d repetitions (benchmark 1: %d; 4: %d) unless noted; a ratio is the median of the per-repetition ratios (each pair ran back to back, in rotating order, so load from other processes mostly cancels). "+
+		"Completion is detected the same way on both sides (see \"Lost result notifications\" below).\n\n", describe(dc), cfg.Reps, cfg.CallReps, max(3, cfg.Reps-2))
 
 	summary := &Table{Head: []string{"#", "measure", "Tollgate", "bare Temporal", "ratio", "goal", "result"}}
 	var details strings.Builder
 
 	logf("1. tool-call overhead")
-	tc, err := e.ToolCalls(ctx, cfg.Calls, cfg.Reps)
+	tc, err := e.ToolCalls(ctx, cfg.Calls, cfg.CallReps)
 	if err != nil {
 		return "", fmt.Errorf("tool calls: %w", err)
 	}
@@ -249,7 +250,7 @@ func explainMisses(summary *Table, tc *ToolCalls, rs *Resume, tp *Throughput, pa
 			"with a no-op model and tool the turn is nothing but those round trips. Against the same activity count (1b) the ratio is %s. "+
 			"With a real model each model call takes hundreds of milliseconds to seconds, beside which the difference (%s a call here) vanishes. "+
 			"Running the model call as a local activity would save a round trip, but model calls can take minutes and need their own retries and timeouts, so `CallModel` stays an activity.",
-			tc.N, h.Activities, h.WFTs, tc.N, tc.N+1, x(repRatio(tc.Tollgate, tc.BareLoop)), ms((Median(tc.Tollgate)-Median(tc.BareN))/time.Duration(tc.N))),
+			tc.N, h.Activities/len(tc.Tollgate), h.WFTs/len(tc.Tollgate), tc.N, tc.N+1, x(repRatio(tc.Tollgate, tc.BareLoop)), ms((Median(tc.Tollgate)-Median(tc.BareN))/time.Duration(tc.N))),
 		"1b": own + fmt.Sprintf(". Per-repetition ratios: %s; other processes shared the two cores.", reps(tc.Tollgate, tc.BareLoop)),
 		"2a": fmt.Sprintf("p50 %s against %s, p90 %s against %s. %s.", ms(Percentile(rs.TollgateAccept, 50)), ms(Percentile(rs.BareAccept, 50)),
 			ms(Percentile(rs.TollgateAccept, 90)), ms(Percentile(rs.BareAccept, 90)), own),
@@ -394,8 +395,8 @@ func reportToolCalls(tc *ToolCalls, s *Table, d *strings.Builder) {
 		"plus the `DescribeTools` local activity in its first workflow task: %d activities and %d workflow tasks for N = %d. "+
 		"1a compares with what the goal names, a bare workflow with N activities, so it charges the model calls to Tollgate; 1b compares with a bare loop that runs the same %d activities in the same order, which isolates what Tollgate adds to each (typed results, the transcript store, policy, state). "+
 		"Whole turn: Tollgate %s, bare N %s, bare loop %s.\n\n",
-		h.Activities, h.WFTs, tc.N, 2*tc.N+1, ms(Median(tc.Tollgate)), ms(Median(tc.BareN)), ms(Median(tc.BareLoop)))
-	t := &Table{Head: []string{"one run, from history timestamps", "Tollgate turn", "bare loop"}}
+		h.Activities/len(tc.Tollgate), h.WFTs/len(tc.Tollgate), tc.N, 2*tc.N+1, ms(Median(tc.Tollgate)), ms(Median(tc.BareN)), ms(Median(tc.BareLoop)))
+	t := &Table{Head: []string{"all measured runs, from history timestamps", "Tollgate turns", "bare loops"}}
 	t.Add("workflow tasks", fmt.Sprint(h.WFTs), fmt.Sprint(l.WFTs))
 	t.Add("per workflow task: waiting for dispatch (scheduled → started)", per(h.WFTQueue, h.WFTs), per(l.WFTQueue, l.WFTs))
 	t.Add("per workflow task: on the worker and completing (started → completed)", per(h.WFTRun, h.WFTs), per(l.WFTRun, l.WFTs))

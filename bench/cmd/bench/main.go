@@ -21,7 +21,8 @@ func main() {
 	long := flag.Bool("long", false, "park 10,000 turns instead of 2,000")
 	quick := flag.Bool("quick", false, "a small, fast run to check the suite works (numbers are not meaningful)")
 	timeout := flag.Duration("timeout", 0, "give up after this long (default 9m, 45m with -long)")
-	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of each macro benchmark")
+	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of the macro benchmarks")
+	flag.IntVar(&cfg.CallReps, "call-reps", cfg.CallReps, "repetitions of the tool-call benchmark")
 	flag.IntVar(&cfg.Parked, "parked", cfg.Parked, "parked turns")
 	flag.IntVar(&cfg.Cache, "cache", cfg.Cache, "sticky workflow cache size of the parked-turn workers")
 	flag.BoolVar(&cfg.Configs, "configs", cfg.Configs, "compare the server's default dynamic config with the tuned one")
@@ -37,7 +38,7 @@ func main() {
 		}
 	}
 	if *quick {
-		cfg.Reps, cfg.Calls, cfg.ResumeSamples, cfg.Parked, cfg.Cache, cfg.Total, cfg.InFlight = 2, 3, 5, 100, 20, 20, 10
+		cfg.Reps, cfg.CallReps, cfg.Calls, cfg.ResumeSamples, cfg.Parked, cfg.Cache, cfg.Total, cfg.InFlight = 2, 3, 3, 5, 100, 20, 20, 10
 	}
 	cfg.Log = os.Stderr
 
