@@ -238,7 +238,15 @@ var Repolls atomic.Int64
 
 // StartTurn starts an AgentTurn on the Tollgate queue.
 func (e *Env) StartTurn(ctx context.Context, id string, in workflows.Input) (client.WorkflowRun, error) {
-	return e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: TollgateQueue}, workflows.WorkflowName, in)
+	return e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: TollgateQueue}, workflows.WorkflowName, Unique(in, id))
+}
+
+// Unique makes the turn's conversation its own: the transcript store is
+// content-addressed, so turns that all said the same thing would share
+// their stored chunks and skip the writes (and syncs) a real turn pays.
+func Unique(in workflows.Input, id string) workflows.Input {
+	in.Prompt = fmt.Sprintf("%s (%s)", in.Prompt, id)
+	return in
 }
 
 // StartBare starts a bare workflow on the bare queue.

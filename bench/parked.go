@@ -258,7 +258,7 @@ func (e *Env) ParkedTurns(ctx context.Context, side string, total, cache int, ch
 		opts := client.StartWorkflowOptions{ID: wid, TaskQueue: queue}
 		var err error
 		if side == sideTollgate {
-			_, err = e.Client.ExecuteWorkflow(ctx, opts, workflows.WorkflowName, TurnInput(model, 1, true))
+			_, err = e.Client.ExecuteWorkflow(ctx, opts, workflows.WorkflowName, Unique(TurnInput(model, 1, true), wid))
 		} else {
 			_, err = e.Client.ExecuteWorkflow(ctx, opts, BareAwaitName)
 		}
