@@ -173,10 +173,13 @@ func TestCrashAnswersWhileNoWorkerRuns(t *testing.T) {
 
 	e.startWorker()
 	o := <-waiting
-	require.NoError(t, o.err)
+	require.NoError(t, o.err, "the update that waited for a worker (%T)", o.err)
 	require.Equal(t, "w3", o.card.CallID)
 
-	// Retrying the abandoned update with its id returns its outcome.
+	// The abandoned update was not lost: the server delivered it to the
+	// new worker. Retrying it with its id returns its outcome; it does not
+	// approve twice.
+	e.waitCard(run, "w1", results.StateSucceeded)
 	rctx, rcancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer rcancel()
 	c, err := approveW1(rctx)

@@ -94,6 +94,7 @@ type env struct {
 	mu      sync.Mutex
 	caller  client.Client
 	workers []*runningWorker
+	runs    []client.WorkflowRun
 }
 
 type runningWorker struct {
@@ -124,7 +125,53 @@ func newEnvAt(t *testing.T, name, hostPort, namespace string, tools ...tool.Tool
 	}
 	e.caller = e.dial("e2e-starter")
 	t.Cleanup(e.stopAll)
+	t.Cleanup(e.dumpOnFailure)
 	return e
+}
+
+// dumpOnFailure logs the history of every turn of a failed test, so that
+// a rare failure can be read from the CI log.
+func (e *env) dumpOnFailure() {
+	if !e.t.Failed() {
+		return
+	}
+	e.mu.Lock()
+	runs := append([]client.WorkflowRun(nil), e.runs...)
+	e.mu.Unlock()
+	for _, run := range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		it := e.caller.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		e.t.Logf("history of %s:", run.GetID())
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				e.t.Logf("  (%v)", err)
+				break
+			}
+			e.t.Logf("  %3d %s %s %s", ev.GetEventId(), ev.GetEventTime().AsTime().Format("15:04:05.000"), ev.GetEventType(), eventDetail(ev))
+		}
+		cancel()
+	}
+}
+
+// eventDetail is the part of an event that explains a failure.
+func eventDetail(ev *historypb.HistoryEvent) string {
+	switch {
+	case ev.GetWorkflowTaskFailedEventAttributes() != nil:
+		a := ev.GetWorkflowTaskFailedEventAttributes()
+		return fmt.Sprintf("%s: %s", a.GetCause(), a.GetFailure().GetMessage())
+	case ev.GetWorkflowTaskTimedOutEventAttributes() != nil:
+		return ev.GetWorkflowTaskTimedOutEventAttributes().GetTimeoutType().String()
+	case ev.GetActivityTaskFailedEventAttributes() != nil:
+		return ev.GetActivityTaskFailedEventAttributes().GetFailure().GetMessage()
+	case ev.GetActivityTaskTimedOutEventAttributes() != nil:
+		return ev.GetActivityTaskTimedOutEventAttributes().GetFailure().GetMessage()
+	case ev.GetWorkflowTaskScheduledEventAttributes() != nil:
+		return ev.GetWorkflowTaskScheduledEventAttributes().GetTaskQueue().GetKind().String()
+	case ev.GetWorkflowExecutionUpdateAcceptedEventAttributes() != nil:
+		return ev.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetMeta().GetUpdateId()
+	}
+	return ""
 }
 
 // dial connects a new client, as a separate process would: the worker,
@@ -240,6 +287,9 @@ func (e *env) start(in workflows.Input) client.WorkflowRun {
 		TaskQueue: e.tq,
 	}, workflows.WorkflowName, in)
 	require.NoError(e.t, err)
+	e.mu.Lock()
+	e.runs = append(e.runs, run)
+	e.mu.Unlock()
 	return run
 }
 
