@@ -77,7 +77,7 @@ func run(f flags, logger *slog.Logger) error {
 
 	if f.dev {
 		db := filepath.Join(f.dataDir, "temporal.db")
-		srv, err := devserver.Start(devserver.Options{DatabasePath: db, Port: f.devPort, Logger: serverLogger(logger)})
+		srv, err := devserver.Start(devserver.Options{DatabasePath: db, Port: f.devPort, Logger: serverLogger(logger), DynamicConfig: devserver.DevDynamicConfig()})
 		if err != nil {
 			return fmt.Errorf("start the embedded Temporal server: %w", err)
 		}

@@ -242,3 +242,27 @@ func FreePort() (int, error) {
 	}
 	return ps[0], nil
 }
+
+// DevDynamicConfig is what `worker --dev` runs the embedded server with;
+// bench/results.md measured each part.
+//
+// The server has a single history shard, and each of the shard's queue
+// processors reads new tasks at most 20 times a second by default, so every
+// workflow task waited up to 50 ms for the next read (a cluster spreads this
+// over hundreds of shards). Lifting the reads took a no-op activity
+// round trip from about 60 ms to about 8 ms. One task queue partition
+// avoids forwarding between partitions with a single worker. A short long
+// poll bounds a stall in the server's result notifications (a dropped
+// notification makes a waiting client sit out the whole interval, 20 s by
+// default) to 2 s.
+func DevDynamicConfig() dynamicconfig.StaticClient {
+	return dynamicconfig.StaticClient{
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():         10000,
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():            10000,
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key():       10000,
+		dynamicconfig.OutboundProcessorMaxPollRPS.Key():         10000,
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+		dynamicconfig.HistoryLongPollExpirationInterval.Key():   2 * time.Second,
+	}
+}
