@@ -15,10 +15,15 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
+// stoppedWorkerTaskTimeout bounds how long a turn waits for a workflow task
+// that a stopping worker's in-flight poll took with it.
+const stoppedWorkerTaskTimeout = 2 * time.Second
+
 // crashTurn starts a turn whose only call is the gate tool, waits until
 // the tool runs on a first worker, stops that worker and starts a second.
 func crashTurn(t *testing.T, name string, g *gate, outcomeUnknown bool) (*env, client.WorkflowRun, workflows.Result) {
 	e := newEnv(t, name, g)
+	e.taskTimeout = stoppedWorkerTaskTimeout
 	last := expecting(reply("Done."), 1, "finished on run 2")
 	if outcomeUnknown {
 		last = expecting(reply("I can't tell whether the job ran."), 1, results.OutcomeUnknownMessage)
@@ -92,9 +97,10 @@ func TestCrashGracefulStopCancelsToolNonIdempotentOutcomeUnknown(t *testing.T) {
 // runs:
 //   - an Update needs a worker to run its validator, so the caller blocks
 //     until a worker arrives or until its own deadline. A caller that gives
-//     up gets WorkflowUpdateServiceTimeoutOrCanceledError, which is not a
-//     rejection: the server keeps the update and delivers it when a worker
-//     starts. Retrying with the same update id is safe: it is deduplicated.
+//     up gets WorkflowUpdateServiceTimeoutOrCanceledError, which is neither
+//     a rejection nor a promise: the server may deliver the update when a
+//     worker starts, or lose it. Sending it again with the same update id
+//     is safe: the server deduplicates by id.
 //   - a Signal is recorded by the server at once, with no worker, and
 //     applied when a worker starts.
 //   - an Update that is still waiting when a worker starts completes.
@@ -103,6 +109,7 @@ func TestCrashGracefulStopCancelsToolNonIdempotentOutcomeUnknown(t *testing.T) {
 func TestCrashAnswersWhileNoWorkerRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "wait_no_worker")
+	e.taskTimeout = stoppedWorkerTaskTimeout
 	model := e.script(
 		reply("",
 			call("w1", "write_file", map[string]string{"path": "a.md", "content": "A"}),
@@ -126,34 +133,23 @@ func TestCrashAnswersWhileNoWorkerRuns(t *testing.T) {
 	})
 	e.stopWorker(first)
 
-	// An Update that waits as long as it takes.
+	// An Update that waits as long as it takes, sent the way a caller that
+	// must not lose an answer sends it.
 	type outcome struct {
 		card results.Card
 		err  error
 	}
 	waiting := make(chan outcome, 1)
 	go func() {
-		c, err := respond(e.caller, run, workflows.Response{CallID: "w3", Decision: results.DecisionApprove, By: "patient"})
+		c, err := respondReliably(e.caller, run, "approve-w3", workflows.Response{CallID: "w3", Decision: results.DecisionApprove, By: "patient"})
 		waiting <- outcome{c, err}
 	}()
 
 	// An Update whose caller gives up after a second.
-	approveW1 := func(ctx context.Context) (results.Card, error) {
-		h, err := e.caller.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			UpdateID:   "approve-w1",
-			WorkflowID: run.GetID(), RunID: run.GetRunID(),
-			UpdateName: workflows.RespondName, Args: []any{workflows.Response{CallID: "w1", Decision: results.DecisionApprove, By: "impatient"}},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		})
-		if err != nil {
-			return results.Card{}, err
-		}
-		var c results.Card
-		return c, h.Get(ctx, &c)
-	}
+	approveW1 := workflows.Response{CallID: "w1", Decision: results.DecisionApprove, By: "impatient"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	began := time.Now()
-	_, err := approveW1(ctx)
+	_, err := updateOnce(ctx, e.caller, run, "approve-w1", approveW1)
 	cancel()
 	require.GreaterOrEqual(t, time.Since(began), time.Second, "the update blocked until its deadline")
 	var timeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
@@ -176,13 +172,10 @@ func TestCrashAnswersWhileNoWorkerRuns(t *testing.T) {
 	require.NoError(t, o.err, "the update that waited for a worker (%T)", o.err)
 	require.Equal(t, "w3", o.card.CallID)
 
-	// The abandoned update was not lost: the server delivered it to the
-	// new worker. Retrying it with its id returns its outcome; it does not
-	// approve twice.
-	e.waitCard(run, "w1", results.StateSucceeded)
-	rctx, rcancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer rcancel()
-	c, err := approveW1(rctx)
+	// The abandoned update may have been delivered to the new worker, or
+	// lost with a workflow task the stopping worker's last poll took. Sent
+	// again under its id, it is applied once either way.
+	c, err := respondReliably(e.caller, run, "approve-w1", approveW1)
 	require.NoError(t, err)
 	require.Equal(t, "w1", c.CallID)
 
@@ -212,6 +205,7 @@ func TestCrashDevServerRestartBetweenParkAndAnswer(t *testing.T) {
 	require.NoError(t, err)
 	srv := startDevServer(t, db, port)
 	e := newEnvAt(t, "server_restart", srv.Address(), "default")
+	e.taskTimeout = stoppedWorkerTaskTimeout
 	model := e.script(
 		reply("", call("w1", "write_file", map[string]string{"path": "a.md", "content": "survived"})),
 		expecting(reply("Written after the restart."), 1, "created a.md"),

@@ -90,6 +90,11 @@ type env struct {
 	ws        string
 	tools     []tool.Tool
 	conns     *connections.MemoryStore
+	// taskTimeout, when set, is the turns' workflow task timeout. Tests
+	// that stop a worker set it short: the stopping worker's last poll can
+	// take a workflow task with it, and the turn waits this long (10s by
+	// default) before the task goes to another worker.
+	taskTimeout time.Duration
 
 	mu      sync.Mutex
 	caller  client.Client
@@ -283,8 +288,9 @@ func (e *env) start(in workflows.Input) client.WorkflowRun {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	run, err := e.caller.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        fmt.Sprintf("%s-%d", e.name, seq.Add(1)),
-		TaskQueue: e.tq,
+		ID:                  fmt.Sprintf("%s-%d", e.name, seq.Add(1)),
+		TaskQueue:           e.tq,
+		WorkflowTaskTimeout: e.taskTimeout,
 	}, workflows.WorkflowName, in)
 	require.NoError(e.t, err)
 	e.mu.Lock()
@@ -370,6 +376,44 @@ func respondCtx(ctx context.Context, c client.Client, run client.WorkflowRun, r 
 	var card results.Card
 	err = h.Get(ctx, &card)
 	return card, err
+}
+
+// updateOnce sends the respond Update under a chosen update id and waits
+// for the call's new card.
+func updateOnce(ctx context.Context, c client.Client, run client.WorkflowRun, updateID string, r workflows.Response) (results.Card, error) {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		UpdateID:     updateID,
+		WorkflowID:   run.GetID(),
+		RunID:        run.GetRunID(),
+		UpdateName:   workflows.RespondName,
+		Args:         []any{r},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return results.Card{}, err
+	}
+	var card results.Card
+	err = h.Get(ctx, &card)
+	return card, err
+}
+
+// respondReliably is how a caller that must not lose an answer sends it:
+// the same update id on every attempt (the server deduplicates), and
+// another attempt after anything but the validator's rejection, such as a
+// timeout with no worker running, or the server aborting the update
+// because the workflow task carrying it went down with a stopping worker.
+func respondReliably(c client.Client, run client.WorkflowRun, updateID string, r workflows.Response) (results.Card, error) {
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		card, err := updateOnce(ctx, c, run, updateID, r)
+		cancel()
+		var rejected *temporal.ApplicationError
+		if err == nil || errors.As(err, &rejected) || time.Now().After(deadline) {
+			return card, err
+		}
+		time.Sleep(pollEvery)
+	}
 }
 
 // result waits for the turn's result. It asks in short polls: the
