@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -359,10 +358,6 @@ func eventually(cond func() bool) bool {
 func respond(c client.Client, run client.WorkflowRun, r workflows.Response) (results.Card, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	return respondCtx(ctx, c, run, r)
-}
-
-func respondCtx(ctx context.Context, c client.Client, run client.WorkflowRun, r workflows.Response) (results.Card, error) {
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   run.GetID(),
 		RunID:        run.GetRunID(),
@@ -517,12 +512,6 @@ func toolTexts(ms []results.Message) []string {
 func errorText(msg string) string {
 	b, _ := json.Marshal(map[string]string{"error": msg})
 	return string(b)
-}
-
-// isTimeout reports whether err is a context deadline, however the SDK
-// wrapped it (a gRPC DeadlineExceeded status or context.DeadlineExceeded).
-func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "DeadlineExceeded") || strings.Contains(err.Error(), "deadline exceeded")
 }
 
 // outputText is the text parts of a succeeded card.

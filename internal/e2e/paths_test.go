@@ -400,15 +400,21 @@ func TestOfficialCLIShapes(t *testing.T) {
 	e.startWorker()
 	run := e.start(workflows.Input{Prompt: "Write the summary", Model: model, Tools: []string{"write_file"}})
 
-	queryState := func() map[string]any {
-		v, err := e.caller.QueryWorkflow(context.Background(), run.GetID(), "", "state")
-		require.NoError(t, err)
+	queryState := func() (map[string]any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		v, err := e.caller.QueryWorkflow(ctx, run.GetID(), "", "state")
+		if err != nil {
+			return nil, err
+		}
 		var m map[string]any
-		require.NoError(t, v.Get(&m))
-		return m
+		return m, v.Get(&m)
 	}
 	require.True(t, eventually(func() bool {
-		m := queryState()
+		m, err := queryState()
+		if err != nil {
+			return false
+		}
 		cards, _ := m["cards"].([]any)
 		if len(cards) != 1 {
 			return false
@@ -445,7 +451,8 @@ func TestOfficialCLIShapes(t *testing.T) {
 
 	res := e.result(run)
 	require.Equal(t, workflows.StatusCompleted, res.Status)
-	final := queryState()
+	final, err := queryState()
+	require.NoError(t, err)
 	require.Equal(t, "completed", final["status"])
 	e.record(run)
 }
