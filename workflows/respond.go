@@ -54,7 +54,7 @@ func (t *turn) validateResponse(r Response) error {
 	switch r.Decision {
 	case results.DecisionApprove:
 		if len(r.Arguments) > 0 {
-			if err := t.schemaFor(c.card.Tool).Validate(r.Arguments); err != nil {
+			if err := t.schemas[c.card.Tool].Validate(r.Arguments); err != nil {
 				return fmt.Errorf("the edited arguments for call %s do not validate: %v", c.card.CallID, err)
 			}
 		}

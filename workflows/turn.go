@@ -225,12 +225,13 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	return reply, nil
 }
 
-// modelFailure is the turn's error text. Provider errors are classified
-// without keys in them; anything else is summarised.
+// modelFailure is the turn's error text: the provider's classified error
+// (CallModel keeps keys out of it) rather than the activity wrapper's
+// event ids.
 func modelFailure(err error) string {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
-		return "the model call failed: " + appErr.Error()
+		err = appErr
 	}
 	return "the model call failed: " + err.Error()
 }
@@ -255,10 +256,6 @@ func (t *turn) find(id string) *call {
 		}
 	}
 	return nil
-}
-
-func (t *turn) schemaFor(name string) *tool.Schema {
-	return t.schemas[name]
 }
 
 func (t *turn) cards() []results.Card {
