@@ -33,7 +33,7 @@ bench:
 
 ## histories: re-record the replay corpus in workflows/testdata/histories
 histories:
-	$(GO) test -count=1 -run 'Test' ./internal/e2e/ -args -record
+	$(GO) test -count=1 ./internal/e2e/ -record
 
 ## compose-up / compose-down: Postgres, Temporal, its UI and the worker
 compose-up:

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -108,6 +111,7 @@ func (t *temporalTurns) Respond(ctx context.Context, id, runID string, r workflo
 	uctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
 	h, err := t.c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
+		UpdateID:     updateID(r),
 		WorkflowID:   id,
 		RunID:        runID,
 		UpdateName:   workflows.RespondName,
@@ -122,6 +126,15 @@ func (t *temporalTurns) Respond(ctx context.Context, id, runID string, r workflo
 		return results.Card{}, t.explainUpdate(ctx, uctx, err, id)
 	}
 	return card, nil
+}
+
+// updateID names a response by its content. Sending the same response
+// again (after a timeout while no worker ran, say) attaches to the first
+// Update instead of racing it: the server keeps one Update per id.
+func updateID(r workflows.Response) string {
+	b, _ := json.Marshal(r)
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("respond-%s-%s-%s", r.CallID, r.Decision, hex.EncodeToString(sum[:6]))
 }
 
 // explainUpdate sorts an Update's failure: the validator's (or handler's)
