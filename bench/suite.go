@@ -105,7 +105,9 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 	}
 	var out strings.Builder
 	started := time.Now()
-	fmt.Fprintf(&out, "# Tollgate benchmarks\n\nMachine: %s.\n\n", Machine())
+	fmt.Fprintf(&out, "# Tollgate benchmarks\n\nMachine: %s.\n\n"+
+		"Reproduce with `make bench` (`go run ./bench/cmd/bench -out bench/results.md`); `-long` parks 10,000 turns instead of 2,000; `go test -run '^$' -bench . -benchmem ./bench/` runs the micro benchmarks alone. "+
+		"Other processes shared this machine's cores during the run (the load average above), which is why every comparison runs its sides back to back.\n\n", Machine())
 
 	var err error
 	var micro *Table
@@ -228,6 +230,10 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 	if micro != nil {
 		out.WriteString("\n## 6. Micro benchmarks (`go test -bench . -benchmem ./bench/`)\n\n")
 		out.WriteString(micro.String())
+		if l := microNs["TranscriptLoad50"]; l > 0 {
+			fmt.Fprintf(&out, "\n`CallModel` loads the whole stored conversation before each model call, so a turn's reads grow with the square of its steps while its stored bytes grow linearly: at this rate a 50-step turn spends about %s in loads in all, %s on its last step.\n",
+				ms(l*51/2), ms(l))
+		}
 	}
 	fmt.Fprintf(&out, "\nWhole run: %s, the whole `make bench` a little more for the build. Result waits asked again after a second (see \"Lost result notifications\"): %d.\n",
 		time.Since(started).Round(time.Second), Repolls.Load())
