@@ -102,6 +102,9 @@ func ratio(a, b float64) float64 {
 }
 
 func bytesStr(n float64) string {
+	if n < 0 {
+		return "−" + bytesStr(-n)
+	}
 	switch {
 	case n >= 1<<20:
 		return fmt.Sprintf("%.2f MiB", n/(1<<20))
