@@ -27,9 +27,10 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool workflowcheck -config workflows/workflowcheck.config.yaml ./workflows/...
 
-## bench: Tollgate against bare Temporal on one in-process server
+## bench: Tollgate against bare Temporal on one in-process server; the
+## table goes to stdout and bench/results.md (BENCHFLAGS=-long parks 10,000)
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 15m ./bench/
+	$(GO) run ./bench/cmd/bench -out bench/results.md $(BENCHFLAGS)
 
 ## histories: re-record the replay corpus in workflows/testdata/histories
 histories:
