@@ -354,7 +354,7 @@ func findings(rows []configRow, tp *Throughput) string {
 		"One task queue partition instead of four (`matching.numTaskqueue{Read,Write}Partitions`) changes nothing measurable while the 50 ms read dominates, and is within the noise after it; it is kept because with one worker and two pollers a task written to a partition nobody polls must be forwarded. "+
 		"Frontend rate limits were not in play (at most %.0f client calls a second against limits of 2400). "+
 		"SQLite in memory does not sync; a database file as `worker --dev` keeps it (WAL, `_synchronous=2`, a sync per commit) costs %s per bare activity with the same config, %.1f× the in-memory server, on this disk. "+
-		"Everything in this report runs with the tuned config on both sides; `internal/devserver` would give `make run` the same gain by setting these keys itself.\n",
+		"Everything in this report runs with the tuned config on both sides; `worker --dev` (`make run`) runs its embedded server with the same keys, plus a 2 s `history.longPollExpirationInterval` (`devserver.DevDynamicConfig`).\n",
 		ms(def.bareHop), ms(def.dispatch), ms(tuned.bareHop), ms(tuned.dispatch), float64(def.bareHop)/float64(tuned.bareHop),
 		max(tp.RPCRate[0], tp.RPCRate[1], tp.RPCRate[2]), ms(file.bareHop), float64(file.bareHop)/float64(tuned.bareHop))
 }
