@@ -44,11 +44,8 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 		return results.FailTool("unknown tool %q", in.Tool), nil
 	}
 	spec := t.Spec().WithDefaults()
-	schema, err := tool.CompileSchema(spec.Schema)
-	if err != nil {
-		logger.Error("Tool schema does not compile", "tool", in.Tool, "ref", ref, "error", err)
-		return results.FailInternal(ref, err.Error()), nil
-	}
+	// Registration compiled the schema; every registered tool has one.
+	schema, _ := a.Tools.Schema(in.Tool)
 	if err := schema.Validate(in.Arguments); err != nil {
 		return results.FailTool("invalid arguments for %s: %v", in.Tool, err), nil
 	}

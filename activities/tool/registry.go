@@ -7,12 +7,13 @@ import (
 
 // Registry holds the tools a worker offers, by name.
 type Registry struct {
-	tools map[string]Tool
+	tools   map[string]Tool
+	schemas map[string]*Schema
 }
 
 // NewRegistry registers tools, rejecting invalid specs and duplicate names.
 func NewRegistry(tools ...Tool) (*Registry, error) {
-	r := &Registry{tools: map[string]Tool{}}
+	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*Schema{}}
 	for _, t := range tools {
 		if err := r.Register(t); err != nil {
 			return nil, err
@@ -24,14 +25,22 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 // Register adds one tool.
 func (r *Registry) Register(t Tool) error {
 	spec := t.Spec()
-	if err := spec.Validate(); err != nil {
+	schema, err := spec.compile()
+	if err != nil {
 		return fmt.Errorf("register tool: %w", err)
 	}
 	if _, dup := r.tools[spec.Name]; dup {
 		return fmt.Errorf("register tool: %s is already registered", spec.Name)
 	}
 	r.tools[spec.Name] = t
+	r.schemas[spec.Name] = schema
 	return nil
+}
+
+// Schema is the compiled argument schema of a registered tool.
+func (r *Registry) Schema(name string) (*Schema, bool) {
+	s, ok := r.schemas[name]
+	return s, ok
 }
 
 // Get finds a tool by name.

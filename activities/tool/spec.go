@@ -70,19 +70,27 @@ func (s Spec) WithDefaults() Spec {
 // Validate reports whether the spec is usable: a name providers accept, a
 // known approval and a schema that compiles.
 func (s Spec) Validate() error {
+	_, err := s.compile()
+	return err
+}
+
+// compile validates the spec and returns its compiled schema, so the
+// registry compiles each schema once rather than on every call.
+func (s Spec) compile() (*Schema, error) {
 	if !validName.MatchString(s.Name) {
-		return fmt.Errorf("tool name %q must be 1-64 letters, digits, '_' or '-'", s.Name)
+		return nil, fmt.Errorf("tool name %q must be 1-64 letters, digits, '_' or '-'", s.Name)
 	}
 	if s.Description == "" {
-		return fmt.Errorf("tool %s has no description", s.Name)
+		return nil, fmt.Errorf("tool %s has no description", s.Name)
 	}
 	switch s.Approval {
 	case ApprovalNever, ApprovalAlways:
 	default:
-		return fmt.Errorf("tool %s has approval %q, want never or always", s.Name, s.Approval)
+		return nil, fmt.Errorf("tool %s has approval %q, want never or always", s.Name, s.Approval)
 	}
-	if _, err := CompileSchema(s.Schema); err != nil {
-		return fmt.Errorf("tool %s: %w", s.Name, err)
+	schema, err := CompileSchema(s.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: %w", s.Name, err)
 	}
-	return nil
+	return schema, nil
 }

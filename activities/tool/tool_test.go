@@ -113,6 +113,11 @@ func TestRegistry(t *testing.T) {
 	require.True(t, ok)
 	_, ok = r.Get("zz")
 	require.False(t, ok)
+	schema, ok := r.Schema("a")
+	require.True(t, ok)
+	require.ErrorContains(t, schema.Validate(json.RawMessage(`{"path":1}`)), "path")
+	_, ok = r.Schema("zz")
+	require.False(t, ok)
 
 	require.ErrorContains(t, r.Register(echoTool(t, "a")), "a is already registered")
 	_, err = NewRegistry(echoTool(t, "x"), echoTool(t, "x"))
