@@ -96,6 +96,9 @@ type Card struct {
 	// tool ran with them and the model is told.
 	EditedArguments json.RawMessage `json:"edited_arguments,omitempty"`
 	State           State           `json:"state"`
+	// Queued marks a running call that waits for an earlier call of its
+	// step to finish, because the tool does not run concurrently.
+	Queued bool `json:"queued,omitempty"`
 
 	// Interrupt is the tool's question in waiting_answer, or the plan to
 	// approve in pending_approval when the tool itself asked for approval.
@@ -140,12 +143,13 @@ func (c Card) Validate() error {
 		"transfer":   c.Transfer != nil,
 		"failure":    c.Failure != nil,
 		"reason":     c.Reason != "",
+		"queued":     c.Queued,
 	}
 	allowed := map[State][]string{
 		StatePendingApproval:   {"interrupt"},
 		StateWaitingAnswer:     {"interrupt"},
 		StateWaitingConnection: {"connection"},
-		StateRunning:           nil,
+		StateRunning:           {"queued"},
 		StateSucceeded:         {"output", "transfer"},
 		StateFailed:            {"failure"},
 		StateRefused:           {"reason"},
@@ -157,7 +161,7 @@ func (c Card) Validate() error {
 		}
 		return fmt.Errorf("card %s has unknown state %q", c.CallID, c.State)
 	}
-	for _, field := range []string{"interrupt", "connection", "output", "transfer", "failure", "reason"} {
+	for _, field := range []string{"interrupt", "connection", "output", "transfer", "failure", "reason", "queued"} {
 		if has[field] && !contains(ok, field) {
 			return bad(field)
 		}

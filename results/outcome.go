@@ -92,6 +92,9 @@ type Success struct {
 	// truncated for the model.
 	Raw       string `json:"raw,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+	// RawRef, on a card, stands for a Raw too large to carry: it names the
+	// RunTool activity whose result in the turn's history holds it.
+	RawRef string `json:"raw_ref,omitempty"`
 }
 
 // ToolError is an expected failure the model should know about.

@@ -11,8 +11,13 @@ func InternalErrorText(ref string) string {
 	return fmt.Sprintf("The tool failed because of an internal error (reference %s). An operator has the details; try something else or tell the user.", ref)
 }
 
+// MaxPersonText bounds what a person wrote (a refusal's reason, edited
+// arguments) as the model sees it; the card keeps it whole.
+const MaxPersonText = 2 << 10
+
 // RefusedText is what the model is told about a refused call.
 func RefusedText(reason string) string {
+	reason, _ = Truncate(reason, Limits{MaxBytes: MaxPersonText})
 	return fmt.Sprintf("This call was refused and did not run: %s. Do not retry the same call.", reason)
 }
 
@@ -43,7 +48,8 @@ func Render(c Card) (Message, error) {
 	// A refused call did not run, so telling the model it "ran with" the
 	// edited arguments would be false.
 	if len(c.EditedArguments) > 0 && c.State != StateRefused {
-		note := fmt.Sprintf("Note: a person edited the arguments before approving; the tool ran with %s instead of what you sent.", compactJSON(c.EditedArguments))
+		edited, _ := Truncate(compactJSON(c.EditedArguments), Limits{MaxBytes: MaxPersonText})
+		note := fmt.Sprintf("Note: a person edited the arguments before approving; the tool ran with %s instead of what you sent.", edited)
 		m.Parts = append([]Part{TextPart(note)}, m.Parts...)
 	}
 	return m, nil

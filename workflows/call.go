@@ -36,6 +36,8 @@ type call struct {
 	applied int
 	// queued is set while a non-concurrent call waits for its turn.
 	queued bool
+	// runs counts the call's RunTool activities; it names each one.
+	runs int
 }
 
 func (c *call) accept(ctx workflow.Context, r Response) {
@@ -48,6 +50,10 @@ func (c *call) accept(ctx workflow.Context, r Response) {
 // at once, before anyone is asked to approve them.
 func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
 	step := make([]*call, 0, len(toolCalls))
+	maxCalls := len(toolCalls)
+	if t.hardened() {
+		maxCalls = t.in.Policy.maxCallsPerStep()
+	}
 	for i, tc := range toolCalls {
 		c := &call{modelID: tc.ID}
 		c.card.CallID = t.uniqueCallID(tc.ID, i)
@@ -62,6 +68,12 @@ func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
 		spec, known := t.specs[tc.Name]
 		c.spec = spec
 		switch {
+		case i >= maxCalls:
+			c.card.Arguments = keepForPeople(args)
+			c.fail(results.FailureToolError, fmt.Sprintf("this reply made %d tool calls and a step runs at most %d (policy.max_calls_per_step), so this call did not run; make fewer calls at once", len(toolCalls), maxCalls), "", "")
+		case t.hardened() && len(args) > MaxArgumentBytes:
+			c.card.Arguments = keepForPeople(args)
+			c.fail(results.FailureToolError, fmt.Sprintf("the arguments are %d bytes and a call's arguments may be at most %d, so this call did not run", len(args), MaxArgumentBytes), "", "")
 		case !json.Valid(args):
 			// Keep what the model sent, as a JSON string, for people to see.
 			quoted, _ := json.Marshal(tc.Arguments)
@@ -81,6 +93,7 @@ func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
 			}
 		}
 		t.calls = append(t.calls, c)
+		t.byID[c.card.CallID] = c
 		step = append(step, c)
 	}
 	return step
@@ -89,17 +102,49 @@ func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
 // uniqueCallID keeps call ids unique across the turn: some models reuse
 // ids such as "call_0" every step, and respond must name one call.
 func (t *turn) uniqueCallID(id string, i int) string {
-	if id == "" {
+	if id == "" || (t.hardened() && !plainCallID(id)) {
 		id = fmt.Sprintf("call_%d_%d", t.step, i+1)
 	}
 	if t.find(id) == nil {
 		return id
 	}
-	for n := 2; ; n++ {
+	// Suffixes are only ever taken, so the search resumes where the last
+	// one for this id stopped: the same ids as trying from 2, without the
+	// quadratic rescan.
+	n := max(t.nextSuffix[id], 2)
+	for ; ; n++ {
 		if alt := fmt.Sprintf("%s_%d", id, n); t.find(alt) == nil {
+			t.nextSuffix[id] = n + 1
 			return alt
 		}
 	}
+}
+
+// plainCallID accepts the ids providers generate; anything else (huge,
+// control characters, slashes) is replaced, since people type call ids
+// and they name the call's activities.
+func plainCallID(id string) bool {
+	if len(id) > maxCallIDBytes {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' || r == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// keepForPeople records arguments that will not run: valid JSON as it is
+// up to a bound, anything else as a JSON string cut to that bound.
+func keepForPeople(args json.RawMessage) json.RawMessage {
+	const keep = 4 << 10
+	if len(args) <= keep && json.Valid(args) {
+		return compact(args)
+	}
+	text, _ := results.Truncate(string(args), results.Limits{MaxBytes: keep})
+	quoted, _ := json.Marshal(text)
+	return quoted
 }
 
 // runCalls drives every call of a step to a final state. Each call runs in
@@ -129,17 +174,24 @@ func (t *turn) drive(ctx workflow.Context, c *call) {
 }
 
 // wait parks the call until a response arrives, the response timeout
-// passes, or the turn is cancelled.
+// passes, another call of the step transfers the conversation, or the
+// turn is cancelled.
 func (t *turn) wait(ctx workflow.Context, c *call) {
 	timeout := t.in.Policy.responseTimeout()
 	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 		Timeout:      timeout,
 		TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("%s %s: %s", c.card.CallID, c.card.Tool, c.card.State)},
-	}, func() bool { return c.pending != nil })
+	}, func() bool { return c.pending != nil || t.transferred() })
 	switch {
 	case err != nil:
-		c.record(ctx, results.Decision{Decision: results.DecisionCancel, By: "tollgate", Reason: "the turn was cancelled"})
-		c.endWait("the turn was cancelled while this call waited", "")
+		c.record(ctx, results.Decision{Decision: results.DecisionCancel, By: "tollgate", Reason: t.interruption()})
+		c.endWait(t.interruption()+" while this call waited", "")
+	case c.pending == nil && t.transferred():
+		// The conversation belongs to another agent now; answering this
+		// call later must not run its tool.
+		reason := fmt.Sprintf("the conversation was transferred to %s while this call waited", t.transfer.Target)
+		c.record(ctx, results.Decision{Decision: results.DecisionCancel, By: "tollgate", Reason: reason})
+		c.refuse(reason)
 	case !ok:
 		reason := "no response within " + formatDuration(timeout)
 		c.record(ctx, results.Decision{Decision: results.DecisionTimeout, By: "tollgate", Reason: reason})
@@ -206,25 +258,46 @@ func (c *call) record(ctx workflow.Context, d results.Decision) {
 	c.card.Decisions = append(c.card.Decisions, d)
 }
 
+// transferred reports whether a call of the turn has handed the
+// conversation to another agent; calls still waiting or queued then end
+// without running.
+func (t *turn) transferred() bool {
+	return t.hardened() && t.transfer != nil
+}
+
 // execute runs the tool once (Temporal retries idempotent tools) and moves
 // the card to what the outcome says.
 func (t *turn) execute(ctx workflow.Context, c *call) {
 	if !c.spec.Concurrent {
-		c.queued = true
-		err := workflow.Await(ctx, func() bool { return !t.exclusive && t.nextQueued() == c })
-		c.queued = false
+		c.setQueued(true, t.hardened())
+		err := workflow.Await(ctx, func() bool { return (!t.exclusive && t.nextQueued() == c) || t.transferred() })
+		c.setQueued(false, false)
 		if err != nil {
-			c.refuse("the turn was cancelled before this call ran")
+			c.refuse(t.interruption() + " before this call ran")
+			return
+		}
+		if t.transferred() {
+			c.refuse(fmt.Sprintf("the conversation was transferred to %s before this call ran", t.transfer.Target))
 			return
 		}
 		t.exclusive = true
 		defer func() { t.exclusive = false }()
 	}
 	if ctx.Err() != nil {
-		c.refuse("the turn was cancelled before this call ran")
+		c.refuse(t.interruption() + " before this call ran")
 		return
 	}
-	actx := workflow.WithActivityOptions(ctx, runOptions(c.spec))
+	opts := runOptions(c.spec)
+	c.runs++
+	if t.hardened() {
+		// A named activity is how a person finds this run's whole output
+		// (the card's raw_ref) and how the UI tells runs apart.
+		opts.ActivityID = runActivityID(c.card.CallID, c.runs)
+		// Waiting for the cancellation to complete tells a tool that had
+		// started (RunTool reports it) from one that never did.
+		opts.WaitForCancellation = true
+	}
+	actx := workflow.WithActivityOptions(ctx, opts)
 	var out results.Outcome
 	err := workflow.ExecuteActivity(actx, activities.RunToolName, activities.RunToolInput{
 		TurnID:    t.id,
@@ -276,11 +349,20 @@ func runOptions(spec tool.Spec) workflow.ActivityOptions {
 	return opts
 }
 
+// runActivityID names one RunTool activity of a call.
+func runActivityID(callID string, run int) string {
+	return fmt.Sprintf("%s/run-%d", callID, run)
+}
+
 func (t *turn) runFailed(ctx workflow.Context, c *call, err error) {
 	var timeoutErr *temporal.TimeoutError
+	var canceledErr *temporal.CanceledError
 	switch {
+	case ctx.Err() != nil && t.hardened() && errors.As(err, &canceledErr) && !canceledErr.HasDetails():
+		// The server cancelled an activity no worker had picked up.
+		c.refuse(t.interruption() + " before this tool started")
 	case ctx.Err() != nil:
-		c.fail(results.FailureToolError, "the turn was cancelled while this tool ran; it was stopped and its outcome is unknown", "", "")
+		c.fail(results.FailureToolError, t.interruption()+" while this tool ran; it was stopped and its outcome is unknown", "", "")
 	case !c.spec.Idempotent && errors.As(err, &timeoutErr):
 		workflow.GetLogger(ctx).Warn("Worker lost while a non-idempotent tool ran", "call_id", c.card.CallID, "tool", c.card.Tool)
 		c.fail(results.FailureOutcomeUnknown, results.OutcomeUnknownMessage, "", "")
@@ -296,7 +378,12 @@ func (t *turn) applyOutcome(ctx workflow.Context, c *call, out results.Outcome) 
 	case results.KindSuccess:
 		s := *out.Success
 		if len(s.Raw) > maxCardRaw {
+			// The whole output stays in the activity's result in history
+			// (in the payload store when large); the card says which.
 			s.Raw = ""
+			if t.hardened() {
+				s.RawRef = runActivityID(c.card.CallID, c.runs)
+			}
 		}
 		if s.WorkDir != "" {
 			t.workDir = s.WorkDir
@@ -337,6 +424,14 @@ func (t *turn) applyOutcome(ctx workflow.Context, c *call, out results.Outcome) 
 func (c *call) clear() {
 	c.card.Interrupt, c.card.Connection, c.card.Output = nil, nil, nil
 	c.card.Transfer, c.card.Failure, c.card.Reason = nil, nil, ""
+	c.card.Queued = false
+}
+
+// setQueued marks a call waiting behind a non-concurrent one; the card
+// shows it (its state stays running) when show is set.
+func (c *call) setQueued(queued, show bool) {
+	c.queued = queued
+	c.card.Queued = queued && show
 }
 
 func (c *call) setRunning() {

@@ -53,6 +53,16 @@ type Policy struct {
 	Approval        map[string]string `json:"approval,omitempty"`
 	ResponseTimeout Duration          `json:"response_timeout,omitempty"`
 	OnTimeout       OnTimeout         `json:"on_timeout,omitempty"`
+	// MaxCallsPerStep bounds the tool calls one model reply may make
+	// (default DefaultMaxCallsPerStep); calls beyond it fail with a tool
+	// error instead of running.
+	MaxCallsPerStep int `json:"max_calls_per_step,omitempty"`
+	// MaxHistoryEvents and MaxHistoryBytes end the turn cleanly before its
+	// history reaches the server's limits (defaults DefaultMaxHistoryEvents
+	// and DefaultMaxHistoryBytes); lower them for a server configured with
+	// lower limits than Temporal's defaults.
+	MaxHistoryEvents int `json:"max_history_events,omitempty"`
+	MaxHistoryBytes  int `json:"max_history_bytes,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("24h",

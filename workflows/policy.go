@@ -40,6 +40,9 @@ func validateInput(in Input) error {
 	default:
 		return fmt.Errorf("policy.on_timeout is %q; the only supported value is deny", in.Policy.OnTimeout)
 	}
+	if err := validateLimits(in.Policy); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, t := range in.Tools {
 		if seen[t] {

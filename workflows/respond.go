@@ -26,6 +26,11 @@ func (t *turn) validateResponse(r Response) error {
 	if t.status.Final() {
 		return fmt.Errorf("the turn has ended (%s); it takes no more responses", t.status)
 	}
+	if t.hardened() {
+		if err := checkResponseSize(r); err != nil {
+			return err
+		}
+	}
 	c := t.find(r.CallID)
 	if c == nil {
 		if r.CallID == "" {
@@ -51,6 +56,13 @@ func (t *turn) validateResponse(r Response) error {
 	if !stateIn(c.card.State, allowed) {
 		return fmt.Errorf("call %s is %s; %s does not fit that wait (use %s)", c.card.CallID, c.card.State, r.Decision, decisionsFor(c.card.State))
 	}
+	if t.hardened() {
+		// Fields that do not go with the decision are refused before the
+		// decision's own checks, which may accept the response.
+		if err := fieldsFit(r); err != nil {
+			return err
+		}
+	}
 	switch r.Decision {
 	case results.DecisionApprove:
 		if len(r.Arguments) > 0 {
@@ -61,6 +73,10 @@ func (t *turn) validateResponse(r Response) error {
 	case results.DecisionAnswer:
 		return validateAnswer(c.card.Interrupt, r.Answer)
 	}
+	return fieldsFit(r)
+}
+
+func fieldsFit(r Response) error {
 	if r.Decision != results.DecisionApprove && len(r.Arguments) > 0 {
 		return fmt.Errorf("arguments only go with approve")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -32,18 +33,36 @@ func AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 	return t.run(ctx)
 }
 
+// hardeningChange versions the behaviour added against a hostile model
+// and hostile responders: calls per step capped, response fields bounded,
+// the history guard, transfers ending waits, named tool activities and
+// cancellations that tell a queued or unstarted call from a running one.
+// Turns that started before it replay as they ran.
+const (
+	hardeningChange  = "hardening"
+	hardeningVersion = 1
+)
+
+// callModelHeartbeatTimeout notices a worker lost during a model call.
+const callModelHeartbeatTimeout = 20 * time.Second
+
 // turn is the workflow's state. Everything in it is driven by workflow
 // events only, so it rebuilds identically on replay.
 type turn struct {
 	in      Input
 	id      string
+	v       workflow.Version
 	specs   map[string]tool.Spec
 	schemas map[string]*tool.Schema
 	defs    []model.ToolDef
 
-	status   Status
-	step     int
-	calls    []*call
+	status Status
+	step   int
+	calls  []*call
+	// byID and nextSuffix make call id lookup and de-duplication constant
+	// time: a reply may carry thousands of calls sharing one id.
+	byID       map[string]*call
+	nextSuffix map[string]int
 	conv     []results.Message
 	firstNew int
 	// head names the stored conversation conv[:sent].
@@ -59,10 +78,20 @@ type turn struct {
 
 	invalidSignals    int
 	lastInvalidSignal string
+
+	// stop cancels the turn's run from inside (the history guard);
+	// stopReason then says why, where a cancellation would say "cancelled".
+	stop       workflow.CancelFunc
+	stopReason string
 }
+
+func (t *turn) hardened() bool { return t.v >= hardeningVersion }
 
 func (t *turn) setup(ctx workflow.Context) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
+	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, hardeningVersion)
+	t.byID = map[string]*call{}
+	t.nextSuffix = map[string]int{}
 	if err := workflow.SetQueryHandler(ctx, StateQuery, func() (State, error) {
 		return t.snapshot(), nil
 	}); err != nil {
@@ -117,6 +146,10 @@ func (t *turn) run(ctx workflow.Context) (Result, error) {
 	if maxSteps == 0 {
 		maxSteps = DefaultMaxSteps
 	}
+	if t.hardened() {
+		ctx, t.stop = workflow.WithCancel(ctx)
+		workflow.Go(ctx, t.guardHistory)
+	}
 	for t.status == StatusRunning {
 		if t.step == maxSteps {
 			t.status = StatusMaxSteps
@@ -126,7 +159,7 @@ func (t *turn) run(ctx workflow.Context) (Result, error) {
 		reply, err := t.callModel(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				t.status = StatusCancelled
+				t.interrupted()
 			} else {
 				t.status = StatusFailed
 				t.failure = modelFailure(err)
@@ -147,12 +180,30 @@ func (t *turn) run(ctx workflow.Context) (Result, error) {
 		}
 		switch {
 		case ctx.Err() != nil:
-			t.status = StatusCancelled
+			t.interrupted()
 		case t.transfer != nil:
 			t.status = StatusTransferred
 		}
 	}
 	return t.finish(ctx)
+}
+
+// interrupted ends a turn whose run was cancelled: by the caller, or by the
+// history guard, which is a failure with its reason.
+func (t *turn) interrupted() {
+	if t.stopReason != "" {
+		t.status, t.failure = StatusFailed, t.stopReason
+		return
+	}
+	t.status = StatusCancelled
+}
+
+// interruption says, for a call's card, what ended the turn's run.
+func (t *turn) interruption() string {
+	if t.stopReason != "" {
+		return "the turn was ended because its history grew too large"
+	}
+	return "the turn was cancelled"
 }
 
 // finish lets every update handler return before the turn does, and
@@ -165,8 +216,8 @@ func (t *turn) finish(ctx workflow.Context) (Result, error) {
 	}
 	ch := workflow.GetSignalChannel(dctx, RespondName)
 	for {
-		var raw json.RawMessage
-		if !ch.ReceiveAsync(&raw) {
+		var payload converter.RawValue
+		if !ch.ReceiveAsync(&payload) {
 			break
 		}
 		t.rejectSignal(fmt.Sprintf("the turn has ended (%s)", t.status))
@@ -187,7 +238,7 @@ func (t *turn) finish(ctx workflow.Context) (Result, error) {
 // callModel sends only the messages added since the last call; the
 // activity keeps the rest in the transcript store under t.head.
 func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    2 * time.Second,
@@ -195,7 +246,13 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 			MaximumInterval:    2 * time.Minute,
 			MaximumAttempts:    10,
 		},
-	})
+	}
+	if t.hardened() {
+		// CallModel heartbeats while the provider thinks, so a worker lost
+		// mid-call is noticed in seconds, not at the 5-minute timeout.
+		opts.HeartbeatTimeout = callModelHeartbeatTimeout
+	}
+	actx := workflow.WithActivityOptions(ctx, opts)
 	in := activities.CallModelInput{
 		TurnID:     t.id,
 		Model:      t.in.Model,
@@ -220,6 +277,12 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	reply.Role = results.RoleAssistant
 	t.conv = append(t.conv, reply)
 	t.head, t.sent = res.Transcript, len(t.conv)
+	if res.Transcript == "" {
+		// CallModel got the reply but could not store the conversation
+		// (a full disk); rather than pay for the call again it returned
+		// the reply, and the next call sends the conversation whole.
+		t.sent = 0
+	}
 	t.usage.InputTokens += res.Response.Usage.InputTokens
 	t.usage.OutputTokens += res.Response.Usage.OutputTokens
 	return reply, nil
@@ -250,12 +313,7 @@ func (t *turn) appendToolMessages(step []*call) error {
 }
 
 func (t *turn) find(id string) *call {
-	for _, c := range t.calls {
-		if c.card.CallID == id {
-			return c
-		}
-	}
-	return nil
+	return t.byID[id]
 }
 
 func (t *turn) cards() []results.Card {
@@ -308,13 +366,15 @@ func (t *turn) receiveSignals(ctx workflow.Context) {
 	ch := workflow.GetSignalChannel(ctx, RespondName)
 	for {
 		// Decode by hand: a payload that is not a Response must be counted,
-		// not crash the workflow task.
-		var raw json.RawMessage
-		if more := ch.Receive(ctx, &raw); !more {
+		// not crash the workflow task. Receiving the payload undecoded
+		// counts even those the data converter cannot read (protobuf or
+		// binary garbage), which the SDK would otherwise drop silently.
+		var payload converter.RawValue
+		if more := ch.Receive(ctx, &payload); !more {
 			return
 		}
 		var r Response
-		if err := json.Unmarshal(raw, &r); err != nil {
+		if err := decodeResponse(payload, &r); err != nil {
 			t.rejectSignal("the payload is not a respond object: " + err.Error())
 			workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "reason", t.lastInvalidSignal)
 			continue
@@ -326,6 +386,14 @@ func (t *turn) receiveSignals(ctx workflow.Context) {
 		}
 		t.find(r.CallID).accept(ctx, r)
 	}
+}
+
+func decodeResponse(payload converter.RawValue, r *Response) error {
+	var raw json.RawMessage
+	if err := converter.GetDefaultDataConverter().FromPayload(payload.Payload(), &raw); err != nil {
+		return fmt.Errorf("cannot decode it as JSON: %w", err)
+	}
+	return json.Unmarshal(raw, r)
 }
 
 func (t *turn) rejectSignal(reason string) {
