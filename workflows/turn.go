@@ -63,8 +63,8 @@ type turn struct {
 	// time: a reply may carry thousands of calls sharing one id.
 	byID       map[string]*call
 	nextSuffix map[string]int
-	conv     []results.Message
-	firstNew int
+	conv       []results.Message
+	firstNew   int
 	// head names the stored conversation conv[:sent].
 	head string
 	sent int
