@@ -68,6 +68,14 @@ type Options struct {
 	// FetchTimeout and MaxFetchBytes bound one http_fetch.
 	FetchTimeout  time.Duration
 	MaxFetchBytes int64
+	// FetchAllow opens destinations http_fetch refuses by default
+	// (loopback, private, link-local, unique-local, CGNAT, multicast and
+	// other non-public addresses). Each entry is a host name ("intranet",
+	// trusted whatever it resolves to), host:port, an IP address, ip:port
+	// or a CIDR ("10.1.0.0/16"); blanks are ignored. The worker fills it
+	// from TOLLGATE_HTTP_ALLOW, comma-separated. list_issues is not
+	// affected: its base URL is the operator's, not the model's.
+	FetchAllow []string
 	// MaxReadBytes bounds the text read_file returns in one call;
 	// MaxImageBytes bounds an image it returns as media.
 	MaxReadBytes  int

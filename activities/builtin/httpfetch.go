@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,9 +25,22 @@ type httpFetchArgs struct {
 }
 
 func httpFetchTool(opts Options) (tool.Tool, error) {
+	return newHTTPFetchTool(opts, nil)
+}
+
+// newHTTPFetchTool takes the resolver separately so tests can make a name
+// resolve to an internal address; nil is the system's.
+func newHTTPFetchTool(opts Options, resolver *net.Resolver) (tool.Tool, error) {
+	guard, err := newFetchGuard(opts.FetchAllow)
+	if err != nil {
+		return nil, err
+	}
+	if opts.HTTPClient, err = guard.client(opts.HTTPClient, resolver); err != nil {
+		return nil, err
+	}
 	return tool.Func(tool.Spec{
 		Name:        HTTPFetch,
-		Description: fmt.Sprintf("Fetch a web page or document over http(s) with GET. HTML comes back as plain text with its title; the URL is listed as a source to cite. At most %d bytes are read.", opts.MaxFetchBytes),
+		Description: fmt.Sprintf("Fetch a web page or document over http(s) with GET. HTML comes back as plain text with its title; the URL is listed as a source to cite. At most %d bytes are read. Only public internet addresses can be reached unless the operator allowed more; loopback, private and link-local addresses are refused.", opts.MaxFetchBytes),
 		Idempotent:  true,
 		Concurrent:  true,
 		Timeout:     opts.FetchTimeout + timeoutGrace,
@@ -37,8 +51,11 @@ func httpFetchTool(opts Options) (tool.Tool, error) {
 			return results.FailTool("url %q is not a valid URL: %v", args.URL, err), nil
 		case u.Scheme != "http" && u.Scheme != "https":
 			return results.FailTool("url %q has scheme %q; only http and https can be fetched", args.URL, u.Scheme), nil
-		case u.Host == "":
+		case u.Hostname() == "":
 			return results.FailTool("url %q has no host", args.URL), nil
+		}
+		if err := guard.checkURL(u); err != nil {
+			return results.FailTool("%s", err.Error()), nil
 		}
 		return fetch(ctx, opts, u)
 	})
@@ -47,7 +64,8 @@ func httpFetchTool(opts Options) (tool.Tool, error) {
 func fetch(ctx context.Context, opts Options, u *url.URL) (results.Outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.FetchTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	trail := &redirectTrail{}
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, redirectTrailKey{}, trail), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return results.FailTool("cannot build a request for %s: %v", u, err), nil
 	}
@@ -55,6 +73,17 @@ func fetch(ctx context.Context, opts Options, u *url.URL) (results.Outcome, erro
 	req.Header.Set("Accept", "text/html, text/plain, application/json, */*;q=0.5")
 	resp, err := opts.HTTPClient.Do(req)
 	if err != nil {
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			// Refusals are policy, not weather: retrying cannot help.
+			if to := cmp.Or(refused.redirect, trail.last); to != "" {
+				return results.FailTool("GET %s was redirected to %s, and %s", u, to, refused.Error()), nil
+			}
+			return results.FailTool("%s", refused.Error()), nil
+		}
+		if errors.Is(err, errTooManyRedirects) {
+			return results.FailTool("GET %s: %v", u, errTooManyRedirects), nil
+		}
 		var dnsErr *net.DNSError
 		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
 			return results.FailTool("GET %s: host %s does not exist", u, dnsErr.Name), nil

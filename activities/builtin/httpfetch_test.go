@@ -58,7 +58,9 @@ func TestHTTPFetch(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	fetch := testTools(t, Options{HTTPClient: srv.Client(), MaxFetchBytes: 1000})[HTTPFetch]
+	// The test server is on loopback, which http_fetch refuses unless the
+	// operator opens it.
+	fetch := testTools(t, Options{HTTPClient: srv.Client(), MaxFetchBytes: 1000, FetchAllow: []string{srv.Listener.Addr().String()}})[HTTPFetch]
 
 	tests := []struct {
 		name       string
@@ -111,7 +113,7 @@ func TestHTTPFetchNetworkErrorIsRetryable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	fetch := testTools(t, Options{})[HTTPFetch]
+	fetch := testTools(t, Options{FetchAllow: []string{srv.Listener.Addr().String()}})[HTTPFetch]
 	_, err := runErr(t, fetch, tool.Call{}, httpFetchArgs{URL: url + "/x"})
 	require.Error(t, err)
 	require.True(t, tool.IsRetryable(err), "%v", err)

@@ -1,14 +1,18 @@
 package builtin
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/activities/connections"
@@ -167,15 +171,19 @@ func githubMessage(body []byte) string {
 }
 
 // redactOutcome is the last guard that the token never reaches the model,
-// a log line or a card, whatever a server echoed back.
+// a log line or a card, whatever a server echoed back. Each string is
+// cleaned after decoding, so an echo JSON-escaped, HTML-escaped or
+// percent-encoded on the way in is found, and so is the raw token that
+// encoding/json would only show as "\u003c" and the like.
 func redactOutcome(out results.Outcome, err error, token string) (results.Outcome, error) {
 	if token == "" {
 		return out, err
 	}
+	re := tokenPattern(token)
 	if err != nil {
-		if strings.Contains(err.Error(), token) {
+		if re.MatchString(err.Error()) {
 			retry := tool.IsRetryable(err)
-			err = errors.New(strings.ReplaceAll(err.Error(), token, "[redacted]"))
+			err = errors.New(re.ReplaceAllLiteralString(err.Error(), "[redacted]"))
 			if retry {
 				err = tool.Retryable(err)
 			}
@@ -183,12 +191,69 @@ func redactOutcome(out results.Outcome, err error, token string) (results.Outcom
 		return out, err
 	}
 	raw, mErr := json.Marshal(out)
-	if mErr != nil || !strings.Contains(string(raw), token) {
-		return out, nil
+	if mErr != nil {
+		return results.FailTool("the GitHub response could not be shown safely"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var tree any
+	if dErr := dec.Decode(&tree); dErr != nil {
+		return results.FailTool("the GitHub response could not be shown safely"), nil
+	}
+	cleanRaw, mErr := json.Marshal(redactTree(tree, re))
+	if mErr != nil {
+		return results.FailTool("the GitHub response could not be shown safely"), nil
 	}
 	var clean results.Outcome
-	if uErr := json.Unmarshal([]byte(strings.ReplaceAll(string(raw), token, "[redacted]")), &clean); uErr != nil {
+	// The re-check covers what the walk cannot see into, such as media
+	// bytes that happen to spell the token.
+	if uErr := json.Unmarshal(cleanRaw, &clean); uErr != nil || re.Match(cleanRaw) {
 		return results.FailTool("the GitHub response could not be shown safely"), nil
 	}
 	return clean, nil
+}
+
+// tokenPattern matches token in every spelling a response can carry it
+// in. Case is ignored so that %3c and %3C both match; redacting a
+// different-case lookalike of a secret costs nothing.
+func tokenPattern(token string) *regexp.Regexp {
+	forms := []string{token, jsonEscaped(token, true), jsonEscaped(token, false), html.EscapeString(token), url.QueryEscape(token), url.PathEscape(token)}
+	// Longest first, so a form is not cut short by a shorter one it
+	// contains; ties broken by text so that duplicates are adjacent.
+	slices.SortFunc(forms, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	quoted := make([]string, 0, len(forms))
+	for _, f := range slices.Compact(forms) {
+		quoted = append(quoted, regexp.QuoteMeta(f))
+	}
+	return regexp.MustCompile(`(?i)` + strings.Join(quoted, "|"))
+}
+
+// jsonEscaped is s as it appears between the quotes of a JSON string.
+func jsonEscaped(s string, escapeHTML bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(escapeHTML)
+	_ = enc.Encode(s) // a string always encodes
+	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(b.String(), "\n"), `"`), `"`)
+}
+
+// redactTree replaces the token in every string and object key of a
+// decoded JSON value.
+func redactTree(v any, re *regexp.Regexp) any {
+	switch v := v.(type) {
+	case string:
+		return re.ReplaceAllLiteralString(v, "[redacted]")
+	case []any:
+		for i, e := range v {
+			v[i] = redactTree(e, re)
+		}
+		return v
+	case map[string]any:
+		clean := make(map[string]any, len(v))
+		for k, e := range v {
+			clean[re.ReplaceAllLiteralString(k, "[redacted]")] = redactTree(e, re)
+		}
+		return clean
+	}
+	return v
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -139,11 +142,102 @@ func TestListIssuesResponses(t *testing.T) {
 
 func requireNoToken(t *testing.T, out results.Outcome, err error) {
 	t.Helper()
+	requireNoSecret(t, out, err, testToken)
+}
+
+// requireNoSecret looks for token in every form it can take: raw in any
+// string of the outcome, JSON-escaped with and without encoding/json's
+// HTML escaping, HTML-escaped and percent-encoded.
+func requireNoSecret(t *testing.T, out results.Outcome, err error, token string) {
+	t.Helper()
+	forms := []string{token, jsonEscaped(token, true), jsonEscaped(token, false), html.EscapeString(token), url.QueryEscape(token), url.PathEscape(token)}
 	if err != nil {
-		require.NotContains(t, err.Error(), testToken)
+		for _, f := range forms {
+			require.NotContains(t, err.Error(), f)
+		}
 		return
 	}
 	raw, mErr := json.Marshal(out)
 	require.NoError(t, mErr)
-	require.NotContains(t, string(raw), testToken)
+	var tree any
+	require.NoError(t, json.Unmarshal(raw, &tree))
+	texts := []string{string(raw)}
+	var collect func(v any)
+	collect = func(v any) {
+		switch v := v.(type) {
+		case string:
+			texts = append(texts, v)
+		case []any:
+			for _, e := range v {
+				collect(e)
+			}
+		case map[string]any:
+			for k, e := range v {
+				texts = append(texts, k)
+				collect(e)
+			}
+		}
+	}
+	collect(tree)
+	for _, text := range texts {
+		for _, f := range forms {
+			require.NotContains(t, strings.ToLower(text), strings.ToLower(f))
+		}
+	}
+}
+
+// TestListIssuesRedactsAwkwardToken: a token with characters that
+// encoding/json escapes is still found, however the server echoed it.
+func TestListIssuesRedactsAwkwardToken(t *testing.T) {
+	const token = `ghp_<a>&"b\c'd`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.Equal(t, "Bearer "+token, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		type issue struct {
+			Number  int    `json:"number"`
+			Title   string `json:"title"`
+			State   string `json:"state"`
+			HTMLURL string `json:"html_url"`
+			User    struct {
+				Login string `json:"login"`
+			} `json:"user"`
+			Labels []struct {
+				Name string `json:"name"`
+			} `json:"labels"`
+		}
+		switch r.URL.Path {
+		case "/repos/acme/echo/issues":
+			// Every spelling at once, in every field the tool shows.
+			is := issue{Number: 1, State: "open",
+				Title:   "raw " + token + " html " + html.EscapeString(token) + " json " + jsonEscaped(token, false),
+				HTMLURL: "https://github.com/acme/echo/issues/1?q=" + url.QueryEscape(token) + "&p=" + url.PathEscape(token)}
+			is.User.Login = token
+			is.Labels = []struct {
+				Name string `json:"name"`
+			}{{Name: strings.ToUpper(url.QueryEscape(token))}, {Name: jsonEscaped(token, true)}}
+			require.NoError(t, json.NewEncoder(w).Encode([]issue{is}))
+		case "/repos/acme/error/issues":
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			require.NoError(t, json.NewEncoder(w).Encode(map[string]string{"message": "token " + token + " is not allowed"}))
+		case "/repos/acme/text/issues":
+			// Not JSON: the body is shown as text, escapes and all.
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `bad {"token": "%s"} or %s`, jsonEscaped(token, true), html.EscapeString(token))
+		}
+	}))
+	defer srv.Close()
+	store := connections.NewMemoryStore()
+	require.NoError(t, store.Put(context.Background(), connections.Credential{Provider: "github", User: "alice", Token: token}))
+	li := testTools(t, Options{HTTPClient: srv.Client(), GitHubBaseURL: srv.URL, Connections: store})[ListIssues]
+
+	for _, repo := range []string{"echo", "error", "text"} {
+		t.Run(repo, func(t *testing.T) {
+			out, err := runErr(t, li, tool.Call{User: "alice"}, listIssuesArgs{Owner: "acme", Repo: repo})
+			require.NoError(t, err)
+			requireNoSecret(t, out, nil, token)
+			raw, err := json.Marshal(out)
+			require.NoError(t, err)
+			require.Contains(t, string(raw), "[redacted]")
+		})
+	}
 }

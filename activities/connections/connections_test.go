@@ -126,6 +126,59 @@ func TestFileStorePermissionsAndLayout(t *testing.T) {
 	require.Equal(t, secret, got.Token)
 }
 
+// TestFileStoreTightensExistingDirectory: a store directory made by hand,
+// by an older version or under a loose umask must not stay readable by
+// others once a worker opens it.
+func TestFileStoreTightensExistingDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "connections")
+	loose := func(path string, perm os.FileMode) {
+		// Chmod, not the create call, so the umask cannot hide the test.
+		require.NoError(t, os.Chmod(path, perm))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "alice"), 0o777))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "bob"), 0o777))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "alice", "github.json"), []byte(`{"provider":"github","user":"alice","token":"`+secret+`"}`), 0o644))
+	loose(dir, 0o777)
+	loose(filepath.Join(dir, "alice"), 0o777)
+	loose(filepath.Join(dir, "bob"), 0o755)
+	loose(filepath.Join(dir, "alice", "github.json"), 0o644)
+	outside := filepath.Join(t.TempDir(), "outside.json")
+	require.NoError(t, os.WriteFile(outside, []byte("not the store's"), 0o644))
+	loose(outside, 0o644)
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "bob", "link.json")))
+
+	s, err := NewFileStore(dir)
+	require.NoError(t, err)
+	for path, want := range map[string]os.FileMode{
+		dir:                         0o700,
+		filepath.Join(dir, "alice"): 0o700,
+		filepath.Join(dir, "bob"):   0o700,
+		filepath.Join(dir, "alice", "github.json"): 0o600,
+		outside: 0o644, // a link in the store does not reach out of it
+	} {
+		info, err := os.Stat(path)
+		require.NoError(t, err)
+		require.Equal(t, want, info.Mode().Perm(), path)
+	}
+	got, err := s.Get(context.Background(), "alice", "github")
+	require.NoError(t, err)
+	require.Equal(t, secret, got.Token)
+
+	// A user directory loosened (or created by hand) after the store
+	// opened is tightened when a token is written into it.
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "carol"), 0o777))
+	loose(filepath.Join(dir, "carol"), 0o777)
+	require.NoError(t, s.Put(context.Background(), Credential{Provider: "github", User: "carol", Token: secret}))
+	for path, want := range map[string]os.FileMode{
+		filepath.Join(dir, "carol"):                0o700,
+		filepath.Join(dir, "carol", "github.json"): 0o600,
+	} {
+		info, err := os.Stat(path)
+		require.NoError(t, err)
+		require.Equal(t, want, info.Mode().Perm(), path)
+	}
+}
+
 func TestFileStoreCorruptFileHidesContent(t *testing.T) {
 	dir := t.TempDir()
 	s, err := NewFileStore(dir)

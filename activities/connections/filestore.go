@@ -36,7 +36,58 @@ func NewFileStore(dir string) (*FileStore, error) {
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return nil, fmt.Errorf("connections: create %s: %w", dir, err)
 	}
+	if err := tighten(dir); err != nil {
+		return nil, err
+	}
 	return &FileStore{dir: dir}, nil
+}
+
+// tighten makes an existing store owner-only: MkdirAll leaves the mode of
+// a directory that is already there, so a store created by hand or by an
+// older version at 0777 would otherwise keep every token readable.
+func tighten(dir string) error {
+	// A store reached through a link (a data directory moved to another
+	// disk) is tightened where it really is; WalkDir would stop at the link.
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("connections: resolve %s: %w", dir, err)
+	}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			// Another worker's temporary file, renamed away mid-walk.
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			// Chmod follows links; a link planted here must not let the
+			// store change modes elsewhere.
+			return nil
+		case d.IsDir():
+			return chmodIfLoose(path, d, dirPerm)
+		case d.Type().IsRegular():
+			// Every file here is a token or a temporary copy of one.
+			return chmodIfLoose(path, d, filePerm)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("connections: restrict %s to its owner: %w", dir, err)
+	}
+	return nil
+}
+
+func chmodIfLoose(path string, d fs.DirEntry, perm fs.FileMode) error {
+	info, err := d.Info()
+	if err == nil && info.Mode().Perm() != perm {
+		err = os.Chmod(path, perm)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 func (s *FileStore) path(user, provider string) string {
@@ -86,7 +137,13 @@ func (s *FileStore) Put(ctx context.Context, c Credential) error {
 		return fmt.Errorf("connections: encode %s/%s: %w", c.User, c.Provider, err)
 	}
 	path := s.path(c.User, c.Provider)
-	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+	userDir := filepath.Dir(path)
+	if err := os.MkdirAll(userDir, dirPerm); err != nil {
+		return fmt.Errorf("connections: store %s/%s: %w", c.User, c.Provider, err)
+	}
+	// The user's directory may predate the store (or have been loosened
+	// since NewFileStore ran); MkdirAll would leave its mode alone.
+	if err := os.Chmod(userDir, dirPerm); err != nil {
 		return fmt.Errorf("connections: store %s/%s: %w", c.User, c.Provider, err)
 	}
 	if err := atomicfile.Write(path, data, filePerm); err != nil {
