@@ -51,6 +51,15 @@ func TestPathConfinement(t *testing.T) {
 			require.Equal(t, "one\ntwo\nthree\nfour\nfive\n", requireText(t, out), p)
 		}
 	})
+	t.Run("absolute link back inside", func(t *testing.T) {
+		// os.Root alone refuses absolute links; resolve turns one that
+		// points inside into a plain name, so such links keep working.
+		require.NoError(t, os.Symlink(filepath.Join(ws, "sub"), filepath.Join(ws, "abs-in")))
+		t.Cleanup(func() { _ = os.Remove(filepath.Join(ws, "abs-in")) })
+		call := tool.Call{Workspace: ws}
+		require.Equal(t, "inner\n", requireText(t, run(t, tools[ReadFile], call, readFileArgs{Path: "abs-in/inner.txt"})))
+		require.Equal(t, "inner.txt", requireText(t, run(t, tools[ListDir], call, listDirArgs{Path: "abs-in"})))
+	})
 	t.Run("workspace behind a symlink", func(t *testing.T) {
 		alias := filepath.Join(t.TempDir(), "alias")
 		require.NoError(t, os.Symlink(ws, alias))
@@ -183,11 +192,23 @@ func TestWriteFile(t *testing.T) {
 	t.Run("under a file", func(t *testing.T) {
 		requireToolError(t, run(t, tools[WriteFile], call, writeFileArgs{Path: "notes.txt/x", Content: "x"}), "not a directory")
 	})
-	t.Run("no temp files left", func(t *testing.T) {
-		entries, err := os.ReadDir(ws)
+	t.Run("through a link inside", func(t *testing.T) {
+		out := run(t, tools[WriteFile], call, writeFileArgs{Path: "link-in.txt", Content: "via link\n"})
+		require.Equal(t, "updated notes.txt (9 bytes)", requireText(t, out))
+		target, err := os.Readlink(filepath.Join(ws, "link-in.txt"))
 		require.NoError(t, err)
-		for _, e := range entries {
-			require.False(t, strings.HasPrefix(e.Name(), ".tollgate-"), e.Name())
+		require.Equal(t, "notes.txt", target, "the link stays a link")
+		data, err := os.ReadFile(filepath.Join(ws, "notes.txt"))
+		require.NoError(t, err)
+		require.Equal(t, "via link\n", string(data))
+	})
+	t.Run("no temp files left", func(t *testing.T) {
+		for _, dir := range []string{ws, filepath.Join(ws, "sub"), filepath.Join(ws, "new", "dir")} {
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			for _, e := range entries {
+				require.NotContains(t, e.Name(), ".tmp-", e.Name())
+			}
 		}
 	})
 }

@@ -40,10 +40,11 @@ func readFileTool(opts Options) (tool.Tool, error) {
 		if args.Offset < 0 || args.Limit < 0 {
 			return results.FailTool("offset and limit must not be negative"), nil
 		}
-		w, err := openWorkspace(call)
+		w, err := openFiles(call)
 		if err != nil {
 			return outcome(err)
 		}
+		defer w.close()
 		t, err := w.resolve(args.Path)
 		if err != nil {
 			return outcome(err)
@@ -57,20 +58,16 @@ func readFileTool(opts Options) (tool.Tool, error) {
 }
 
 func readFile(t target, args readFileArgs, opts Options) (results.Outcome, error) {
-	if err := requireRegular(t, true); err != nil {
-		return results.Outcome{}, err
-	}
-	f, err := openExisting(t)
+	f, info, err := openIn(t)
 	if err != nil {
-		return results.Outcome{}, err
+		return results.Outcome{}, openFailure(t, err, "read")
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return results.Outcome{}, fmt.Errorf("stat %s: %w", t.rel, err)
-	}
 	if info.IsDir() {
 		return results.Outcome{}, failf("%s is a directory; use %s", t.rel, ListDir)
+	}
+	if !info.Mode().IsRegular() {
+		return results.Outcome{}, notRegular(t, info)
 	}
 	br := bufio.NewReaderSize(f, 64*1024)
 	head, _ := br.Peek(512)
@@ -138,10 +135,11 @@ func listDirTool(Options) (tool.Tool, error) {
 		Idempotent:  true,
 		Concurrent:  true,
 	}, func(ctx context.Context, call tool.Call, args listDirArgs) (results.Outcome, error) {
-		w, err := openWorkspace(call)
+		w, err := openFiles(call)
 		if err != nil {
 			return outcome(err)
 		}
+		defer w.close()
 		p := args.Path
 		if p == "" {
 			p = "."
@@ -159,15 +157,16 @@ func listDirTool(Options) (tool.Tool, error) {
 }
 
 func listDir(t target) (string, error) {
-	entries, err := os.ReadDir(t.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", failf("%s does not exist", t.rel)
-	case err != nil && isNotDir(t.path):
+	f, info, err := openIn(t)
+	if err != nil {
+		return "", openFailure(t, err, "listed")
+	}
+	defer f.Close()
+	if !info.IsDir() {
 		return "", failf("%s is not a directory; use %s", t.rel, ReadFile)
-	case errors.Is(err, fs.ErrPermission):
-		return "", failf("%s cannot be listed: permission denied", t.rel)
-	case err != nil:
+	}
+	entries, err := f.ReadDir(-1)
+	if err != nil {
 		return "", fmt.Errorf("list %s: %w", t.rel, err)
 	}
 	if len(entries) == 0 {
@@ -189,36 +188,41 @@ func listDir(t target) (string, error) {
 	return strings.Join(names, "\n") + more, nil
 }
 
-// requireRegular refuses devices, FIFOs and sockets, which would block or
-// never end when read. A missing file passes; the caller decides what
-// that means.
-func requireRegular(t target, allowDir bool) error {
-	info, err := os.Stat(t.path)
+// openIn opens t for reading through the workspace's os.Root and reports
+// the type of what it opened. Only that type counts: one checked by path
+// beforehand may belong to another file by now. openNoBlock keeps a FIFO
+// from blocking the open, so that the caller can refuse it.
+func openIn(t target) (*os.File, fs.FileInfo, error) {
+	f, err := t.fsys.OpenFile(t.name, os.O_RDONLY|openNoBlock, 0)
 	if err != nil {
-		return nil
+		return nil, nil, fmt.Errorf("open %s: %w", t.rel, err)
 	}
-	if info.Mode().IsRegular() || (allowDir && info.IsDir()) {
-		return nil
+	info, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("stat %s: %w", t.rel, err)
 	}
-	if info.IsDir() {
-		return failf("%s is a directory", t.rel)
-	}
-	return failf("%s is not a regular file (%s)", t.rel, info.Mode().Type())
+	return f, info, nil
 }
 
-// openExisting opens a file for reading, turning the failures a model can
-// act on into tool errors.
-func openExisting(t target) (*os.File, error) {
-	f, err := os.Open(t.path)
+// openFailure turns the failures of openIn that the model can act on into
+// tool errors; verb ("read", "listed") says what could not be done.
+func openFailure(t target, err error, verb string) error {
 	switch {
+	case escapes(err):
+		return escaped(t)
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, failf("%s does not exist", t.rel)
+		return failf("%s does not exist", t.rel)
 	case errors.Is(err, fs.ErrPermission):
-		return nil, failf("%s cannot be read: permission denied", t.rel)
-	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", t.rel, err)
+		return failf("%s cannot be %s: permission denied", t.rel, verb)
 	}
-	return f, nil
+	return err
+}
+
+// notRegular refuses devices, FIFOs and sockets, which would block or
+// never end when read.
+func notRegular(t target, info fs.FileInfo) error {
+	return failf("%s is not a regular file (%s)", t.rel, info.Mode().Type())
 }
 
 // imageType recognises the image formats model providers accept inline.
@@ -237,12 +241,9 @@ func isBinary(data []byte) bool {
 	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
 }
 
+// isDir reports whether p is a directory. Only the shell uses it, to
+// choose where to start; the file tools open through os.Root instead.
 func isDir(p string) bool {
 	info, err := os.Stat(p)
 	return err == nil && info.IsDir()
-}
-
-func isNotDir(p string) bool {
-	info, err := os.Stat(p)
-	return err == nil && !info.IsDir()
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/activities/tool"
-	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -30,10 +29,11 @@ func writeFileTool(Options) (tool.Tool, error) {
 		if args.Path == "" {
 			return results.FailTool("path is empty"), nil
 		}
-		w, err := openWorkspace(call)
+		w, err := openFiles(call)
 		if err != nil {
 			return outcome(err)
 		}
+		defer w.close()
 		t, err := w.resolve(args.Path)
 		if err != nil {
 			return outcome(err)
@@ -79,10 +79,11 @@ func editFileTool(Options) (tool.Tool, error) {
 		if args.OldString == args.NewString {
 			return results.FailTool("old_string and new_string are the same; nothing to change"), nil
 		}
-		w, err := openWorkspace(call)
+		w, err := openFiles(call)
 		if err != nil {
 			return outcome(err)
 		}
+		defer w.close()
 		t, err := w.resolve(args.Path)
 		if err != nil {
 			return outcome(err)
@@ -110,20 +111,25 @@ func editFileTool(Options) (tool.Tool, error) {
 	})
 }
 
-// readForChange reads the current content of a file about to be written.
+// readForChange reads the current content of a file about to be written,
+// through the workspace's os.Root.
 func readForChange(t target) (content string, existed bool, err error) {
-	if err := requireRegular(t, false); err != nil {
-		return "", false, err
-	}
-	data, err := os.ReadFile(t.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	f, info, err := openIn(t)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
-	case err != nil && isDir(t.path):
+	}
+	if err != nil {
+		return "", false, openFailure(t, err, "read")
+	}
+	defer f.Close()
+	if info.IsDir() {
 		return "", false, failf("%s is a directory", t.rel)
-	case errors.Is(err, fs.ErrPermission):
-		return "", false, failf("%s cannot be read: permission denied", t.rel)
-	case err != nil:
+	}
+	if !info.Mode().IsRegular() {
+		return "", false, notRegular(t, info)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
 		return "", false, fmt.Errorf("read %s: %w", t.rel, err)
 	}
 	return string(data), true, nil
@@ -131,19 +137,27 @@ func readForChange(t target) (content string, existed bool, err error) {
 
 // replaceFile writes content through a temp file and a rename, so that a
 // crash or a full disk never leaves a half-written source file, and keeps
-// the permissions of the file it replaces.
+// the permissions of the file it replaces. Directories, temp file and
+// rename all go through the workspace's os.Root.
 func replaceFile(t target, content string) error {
-	dir := filepath.Dir(t.path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		// Usually a file where a directory should be: the model can fix it.
-		return failf("cannot create the directory of %s: %v", t.rel, stripPath(err))
+	if dir := filepath.Dir(t.name); dir != "." {
+		if err := t.fsys.MkdirAll(dir, 0o755); err != nil {
+			if escapes(err) {
+				return escaped(t)
+			}
+			// Usually a file where a directory should be: the model can fix it.
+			return failf("cannot create the directory of %s: %v", t.rel, stripPath(err))
+		}
 	}
 	mode := fs.FileMode(0o644)
-	if info, err := os.Stat(t.path); err == nil {
+	if info, err := t.fsys.Stat(t.name); err == nil {
 		mode = info.Mode().Perm()
 	}
-	if err := atomicfile.Write(t.path, []byte(content), mode); err != nil {
-		if errors.Is(err, fs.ErrPermission) {
+	if err := writeInRoot(t.fsys, t.name, []byte(content), mode); err != nil {
+		switch {
+		case escapes(err):
+			return escaped(t)
+		case errors.Is(err, fs.ErrPermission):
 			return failf("%s cannot be written: permission denied", t.rel)
 		}
 		return fmt.Errorf("write %s: %w", t.rel, err)
