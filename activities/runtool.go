@@ -71,14 +71,9 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 	switch {
 	case ctx.Err() != nil && errors.Is(context.Cause(ctx), worker.ErrWorkerShutdown):
 		return workerStopped(ctx, ref, spec)
-	case cancelledByWorkflow(ctx):
-		// The workflow cancelled the call. The detail tells it the tool had
-		// started, which a cancellation the server answers for an activity
-		// no worker picked up cannot say.
-		return activityError(ref, temporal.NewCanceledError("the tool had started"))
 	case ctx.Err() != nil:
-		// The activity timed out: report it as such rather than as the
-		// tool's outcome.
+		// The workflow cancelled the call or the activity timed out: report
+		// it as such rather than as the tool's outcome.
 		return activityError(ref, ctx.Err())
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return results.FailTool("%s timed out after %s", in.Tool, spec.Timeout), nil
@@ -110,13 +105,6 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 		out = out.WithWorkDir(rel)
 	}
 	return out.TruncateOutput(results.Limits{MaxBytes: spec.MaxOutputBytes, MaxLines: spec.MaxOutputLines}), nil
-}
-
-// cancelledByWorkflow reports whether the server asked for this run to
-// stop: the SDK cancels the activity's context with a CanceledError then.
-func cancelledByWorkflow(ctx context.Context) bool {
-	var canceled *temporal.CanceledError
-	return ctx.Err() != nil && errors.As(context.Cause(ctx), &canceled)
 }
 
 // workerStopped answers for a run this worker's own shutdown cancelled

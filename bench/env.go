@@ -167,7 +167,7 @@ func quietLogger() sdklog.Logger {
 func NewActivities(dataDir string, stamps *Stamps) (*activities.Activities, error) {
 	return app.NewActivities(app.Config{
 		DataDir:    dataDir,
-		Workspace:  filepath.Join(dataDir, "workspace"),
+		Workspace:  workspaceDir(dataDir),
 		Models:     providers.Config{ScriptDir: filepath.Join(dataDir, "scripts")},
 		Extra:      Tools(),
 		NoBuiltins: true,
@@ -196,7 +196,15 @@ func (e *Env) Close() {
 	}
 	if e.ownDir {
 		_ = os.RemoveAll(e.DataDir)
+		_ = os.RemoveAll(workspaceDir(e.DataDir))
 	}
+}
+
+// workspaceDir sits beside the data directory: a worker refuses a
+// workspace that would expose its data (tokens, transcripts) to the file
+// tools.
+func workspaceDir(dataDir string) string {
+	return filepath.Clean(dataDir) + "-workspace"
 }
 
 // Wait waits until the workflow has closed and decodes its result into

@@ -294,7 +294,8 @@ func (t *turn) execute(ctx workflow.Context, c *call) {
 		// (the card's raw_ref) and how the UI tells runs apart.
 		opts.ActivityID = runActivityID(c.card.CallID, c.runs)
 		// Waiting for the cancellation to complete tells a tool that had
-		// started (RunTool reports it) from one that never did.
+		// started from one that never did: the server's cancellation event
+		// says which.
 		opts.WaitForCancellation = true
 	}
 	actx := workflow.WithActivityOptions(ctx, opts)
@@ -356,10 +357,10 @@ func runActivityID(callID string, run int) string {
 
 func (t *turn) runFailed(ctx workflow.Context, c *call, err error) {
 	var timeoutErr *temporal.TimeoutError
-	var canceledErr *temporal.CanceledError
+	var activityErr *temporal.ActivityError
 	switch {
-	case ctx.Err() != nil && t.hardened() && errors.As(err, &canceledErr) && !canceledErr.HasDetails():
-		// The server cancelled an activity no worker had picked up.
+	case ctx.Err() != nil && t.hardened() && errors.As(err, &activityErr) && activityErr.StartedEventID() == 0:
+		// The server cancelled an activity no worker had started.
 		c.refuse(t.interruption() + " before this tool started")
 	case ctx.Err() != nil:
 		c.fail(results.FailureToolError, t.interruption()+" while this tool ran; it was stopped and its outcome is unknown", "", "")

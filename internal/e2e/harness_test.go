@@ -203,6 +203,13 @@ func (e *env) dial(identity string) client.Client {
 // this path's test tools beside the built-in ones.
 func (e *env) startWorker() *runningWorker {
 	e.t.Helper()
+	return e.startWorkerWith(worker.Options{})
+}
+
+// startWorkerWith starts a worker with options of the test's own (a worker
+// that polls for workflow tasks only, say).
+func (e *env) startWorkerWith(opts worker.Options) *runningWorker {
+	e.t.Helper()
 	acts, err := app.NewActivities(app.Config{
 		DataDir:     e.data,
 		Workspace:   e.ws,
@@ -215,11 +222,10 @@ func (e *env) startWorker() *runningWorker {
 	n := len(e.workers) + 1
 	e.mu.Unlock()
 	c := e.dial(fmt.Sprintf("e2e-worker-%d", n))
-	w := worker.New(c, e.tq, worker.Options{
-		// A stopped worker gives running tools this long, then cancels
-		// them; the crash tests depend on a short one.
-		WorkerStopTimeout: 100 * time.Millisecond,
-	})
+	// A stopped worker gives running tools this long, then cancels them;
+	// the crash tests depend on a short one.
+	opts.WorkerStopTimeout = 100 * time.Millisecond
+	w := worker.New(c, e.tq, opts)
 	app.Register(w, acts)
 	require.NoError(e.t, w.Start())
 	rw := &runningWorker{w: w, c: c}
