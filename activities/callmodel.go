@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -12,6 +13,21 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/transcript"
 	"github.com/tollgate-dev/tollgate/results"
 )
+
+// CallModel heartbeats while it waits for the provider, so that a worker
+// that dies mid-call is noticed within CallModelHeartbeatTimeout instead
+// of the activity's whole start-to-close timeout (minutes for a slow
+// model). The workflow schedules CallModel with HeartbeatTimeout set to
+// CallModelHeartbeatTimeout; four intervals per timeout leave room for a
+// slow heartbeat RPC. The SDK throttles what reaches the server to one
+// heartbeat per 80% of the timeout, so a short interval costs no RPCs.
+const (
+	CallModelHeartbeatInterval = 5 * time.Second
+	CallModelHeartbeatTimeout  = 4 * CallModelHeartbeatInterval
+)
+
+// callModelHeartbeatEvery is CallModelHeartbeatInterval; tests shorten it.
+var callModelHeartbeatEvery = CallModelHeartbeatInterval
 
 // CallModelInput asks for the model's next message. Only the messages
 // added since the last call travel in history; the rest is named by
@@ -29,7 +45,9 @@ type CallModelInput struct {
 }
 
 // CallModelResult is the model's reply and the new transcript head, which
-// already includes the reply.
+// already includes the reply. An empty Transcript means the conversation
+// could not be stored: the next call must send the whole conversation,
+// this reply included, with an empty Transcript.
 type CallModelResult struct {
 	Transcript string         `json:"transcript"`
 	Response   model.Response `json:"response"`
@@ -37,6 +55,15 @@ type CallModelResult struct {
 
 // CallModel loads the conversation, calls the provider and stores the new
 // messages with the reply.
+//
+// A reply that was received is never thrown away because of a local
+// failure: a failed retry would pay for the same model call again (ten
+// times with a full disk). So if storing fails, the reply is returned
+// with an empty head and the workflow resends the whole conversation next
+// time. Likewise a stored conversation that cannot be read, missing or
+// damaged, fails at once as ErrTypeTranscriptMissing, which the workflow
+// answers by resending it, rather than retrying a read that will fail
+// the same way.
 func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallModelResult, error) {
 	provider, name, err := a.Models.Resolve(in.Model)
 	if err != nil {
@@ -49,13 +76,16 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 		return CallModelResult{}, classify(err)
 	}
 	history, err := a.Transcripts.Load(in.Transcript)
-	if errors.Is(err, transcript.ErrMissing) {
+	if errors.Is(err, transcript.ErrMissing) || errors.Is(err, transcript.ErrCorrupt) {
+		activity.GetLogger(ctx).Warn("Stored conversation unusable; the workflow will resend it", "turn", in.TurnID, "error", err)
 		return CallModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTranscriptMissing, err)
 	}
 	if err != nil {
 		return CallModelResult{}, fmt.Errorf("load conversation: %w", err)
 	}
 	conv := append(history, in.Messages...)
+	stopBeat := heartbeat(ctx, callModelHeartbeatEvery)
+	defer stopBeat()
 	resp, err := provider.Complete(ctx, model.Request{
 		Model:    name,
 		System:   in.System,
@@ -71,7 +101,11 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 	added := append(append([]results.Message(nil), in.Messages...), resp.Message)
 	head, err := a.Transcripts.Append(in.Transcript, added)
 	if err != nil {
-		return CallModelResult{}, fmt.Errorf("store conversation: %w", err)
+		// The error names the chunk's path and the OS error, never the
+		// messages, so it is safe to log.
+		activity.GetLogger(ctx).Warn("Conversation not stored; returning the reply without a transcript head, the workflow will resend the whole conversation",
+			"turn", in.TurnID, "model", in.Model, "error", err)
+		return CallModelResult{Transcript: "", Response: resp}, nil
 	}
 	return CallModelResult{Transcript: head, Response: resp}, nil
 }

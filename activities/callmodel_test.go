@@ -6,12 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/tollgate-dev/tollgate/activities/model"
 	"github.com/tollgate-dev/tollgate/activities/transcript"
@@ -224,16 +230,169 @@ func TestCallModelTranscriptTrouble(t *testing.T) {
 		require.NoError(t, err)
 		acts := newModelActivities(t, provider)
 		acts.Transcripts = store
-		// Replace the store's directory with a file: nothing can be written.
+		// Replace the store's directory with a file: nothing can be written
+		// (a full or read-only disk; permission bits would not stop root).
 		require.NoError(t, os.RemoveAll(dir))
 		require.NoError(t, os.WriteFile(dir, []byte("x"), 0o600))
 
-		_, err = callModel(t, acts, CallModelInput{Model: "fake:m", Messages: []results.Message{results.UserText("hi")}})
-		require.Error(t, err)
-		require.Contains(t, err.Error(), "store conversation")
-		appErr := appError(t, err)
-		require.False(t, appErr.NonRetryable(), "a storage failure may be transient")
+		// The reply was paid for: it comes back, without a head, instead
+		// of an error that would make Temporal call the model again.
+		res, err := callModel(t, acts, CallModelInput{TurnID: "turn-1", Model: "fake:m", Messages: []results.Message{results.UserText("hi")}})
+		require.NoError(t, err)
+		require.Empty(t, res.Transcript, "an empty head says nothing was stored")
+		require.Equal(t, "reply 1", res.Response.Message.Text())
+		require.Equal(t, results.RoleAssistant, res.Response.Message.Role)
+		require.Len(t, provider.calls(), 1, "the model is called exactly once")
+
+		// The workflow then resends the whole conversation with no head;
+		// the provider sees all of it, and the store still cannot keep it.
+		whole := []results.Message{results.UserText("hi"), res.Response.Message, results.UserText("more")}
+		res, err = callModel(t, acts, CallModelInput{TurnID: "turn-1", Model: "fake:m", Messages: whole})
+		require.NoError(t, err)
+		require.Empty(t, res.Transcript)
+		require.Equal(t, "reply 3", res.Response.Message.Text())
+		reqs := provider.calls()
+		require.Len(t, reqs, 2)
+		require.Equal(t, []string{"user: hi", "assistant: reply 1", "user: more"}, texts(reqs[1].Messages))
+
+		// Once the disk recovers, the same resend is stored again and the
+		// head names the whole conversation.
+		require.NoError(t, os.Remove(dir))
+		require.NoError(t, os.Mkdir(dir, 0o700))
+		res, err = callModel(t, acts, CallModelInput{TurnID: "turn-1", Model: "fake:m", Messages: whole})
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Transcript)
+		stored, err := store.Load(res.Transcript)
+		require.NoError(t, err)
+		require.Equal(t, []string{"user: hi", "assistant: reply 1", "user: more", "assistant: reply 3"}, texts(stored))
 	})
+}
+
+func TestCallModelDamagedTranscript(t *testing.T) {
+	cases := map[string]func(t *testing.T, p string){
+		"truncated chunk": func(t *testing.T, p string) {
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, data[:len(data)-3], 0o600))
+		},
+		"chunk that does not match its id": func(t *testing.T, p string) {
+			require.NoError(t, os.WriteFile(p, []byte(`{"messages":[]}`), 0o600))
+		},
+		"unreadable chunk": func(t *testing.T, p string) {
+			require.NoError(t, os.Remove(p))
+			require.NoError(t, os.Mkdir(p, 0o700))
+		},
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			provider := &fakeProvider{reply: countingReply}
+			dir := t.TempDir()
+			store, err := transcript.NewStore(dir)
+			require.NoError(t, err)
+			acts := newModelActivities(t, provider)
+			acts.Transcripts = store
+
+			first, err := callModel(t, acts, CallModelInput{TurnID: "turn-1", Model: "fake:m", Messages: []results.Message{results.UserText("hi")}})
+			require.NoError(t, err)
+			require.NotEmpty(t, first.Transcript)
+			damage(t, filepath.Join(dir, first.Transcript[:2], first.Transcript[2:]+".json"))
+
+			// Reading the damaged chunk again would fail the same way ten
+			// times; the workflow's answer to TranscriptMissing is to resend.
+			_, err = callModel(t, acts, CallModelInput{TurnID: "turn-1", Model: "fake:m", Transcript: first.Transcript, Messages: []results.Message{results.UserText("next")}})
+			appErr := appError(t, err)
+			require.Equal(t, ErrTypeTranscriptMissing, appErr.Type())
+			require.True(t, appErr.NonRetryable())
+			require.Len(t, provider.calls(), 1, "the model is not called without the conversation")
+
+			// The resend works.
+			whole := []results.Message{results.UserText("hi"), first.Response.Message, results.UserText("next")}
+			res, err := callModel(t, acts, CallModelInput{TurnID: "turn-1", Model: "fake:m", Messages: whole})
+			require.NoError(t, err)
+			require.NotEmpty(t, res.Transcript)
+			require.Equal(t, "reply 3", res.Response.Message.Text())
+		})
+	}
+}
+
+func TestCallModelHeartbeats(t *testing.T) {
+	defer func(d time.Duration) { callModelHeartbeatEvery = d }(callModelHeartbeatEvery)
+	callModelHeartbeatEvery = 10 * time.Millisecond
+
+	release := make(chan struct{})
+	provider := &fakeProvider{reply: func(req model.Request) (model.Response, error) {
+		<-release
+		return countingReply(req)
+	}}
+	acts := newModelActivities(t, provider)
+	// The SDK batches heartbeats (one per 30 s without a heartbeat
+	// timeout), so the listener sees only what reaches the server; the
+	// interceptor sees every RecordHeartbeat.
+	counter := &heartbeatCounter{}
+	env := newEnv(acts, worker.Options{Interceptors: []interceptor.WorkerInterceptor{counter}})
+	var sent atomic.Int32
+	env.SetOnActivityHeartbeatListener(func(info *activity.Info, _ converter.EncodedValues) {
+		if info.ActivityType.Name == CallModelName {
+			sent.Add(1)
+		}
+	})
+	go func() {
+		// Release the provider once heartbeats have been recorded while it
+		// waited (or give up, and let the assertions below fail).
+		deadline := time.Now().Add(5 * time.Second)
+		for counter.beats.Load() < 3 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(release)
+	}()
+	val, err := env.ExecuteActivity(acts.CallModel, CallModelInput{TurnID: "turn-1", Model: "fake:m", Messages: []results.Message{results.UserText("hi")}})
+	require.NoError(t, err)
+	var res CallModelResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, "reply 1", res.Response.Message.Text())
+	require.GreaterOrEqual(t, counter.beats.Load(), int32(3), "CallModel must keep heartbeating while the provider is slow")
+	require.Positive(t, sent.Load(), "a heartbeat must reach the server")
+
+	// The heartbeat stops with the call.
+	n := counter.beats.Load()
+	time.Sleep(100 * time.Millisecond)
+	require.Equal(t, n, counter.beats.Load())
+}
+
+// heartbeatCounter counts every RecordHeartbeat an activity makes.
+type heartbeatCounter struct {
+	interceptor.WorkerInterceptorBase
+	beats atomic.Int32
+}
+
+func (c *heartbeatCounter) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &heartbeatInbound{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, beats: &c.beats}
+}
+
+type heartbeatInbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	beats *atomic.Int32
+}
+
+func (i *heartbeatInbound) Init(outbound interceptor.ActivityOutboundInterceptor) error {
+	return i.Next.Init(&heartbeatOutbound{ActivityOutboundInterceptorBase: interceptor.ActivityOutboundInterceptorBase{Next: outbound}, beats: i.beats})
+}
+
+type heartbeatOutbound struct {
+	interceptor.ActivityOutboundInterceptorBase
+	beats *atomic.Int32
+}
+
+func (o *heartbeatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
+	o.beats.Add(1)
+	o.Next.RecordHeartbeat(ctx, details...)
+}
+
+func TestCallModelHeartbeatTimeout(t *testing.T) {
+	// The workflow's heartbeat timeout must leave room for several beats,
+	// and the SDK sends one per 80% of it at most.
+	require.Equal(t, 4*CallModelHeartbeatInterval, CallModelHeartbeatTimeout)
+	require.Less(t, CallModelHeartbeatTimeout, 30*time.Second, "a lost worker is noticed in seconds")
 }
 
 func TestCallModelErrors(t *testing.T) {

@@ -28,6 +28,12 @@ import (
 // machine. The caller should resend the whole conversation.
 var ErrMissing = errors.New("transcript chunk missing")
 
+// ErrCorrupt is returned when a chunk exists but cannot be read or does
+// not hold what its id names (a truncated write, a bad disk, an edit).
+// Reading it again will not help; like ErrMissing, the caller should
+// resend the whole conversation.
+var ErrCorrupt = errors.New("transcript chunk unreadable or corrupt")
+
 type chunk struct {
 	Prev     string            `json:"prev,omitempty"`
 	Messages []results.Message `json:"messages"`
@@ -62,7 +68,10 @@ func (s *Store) Append(head string, messages []results.Message) (string, error) 
 	sum := sha256.Sum256(data)
 	id := hex.EncodeToString(sum[:])
 	p := s.path(id)
-	if _, err := os.Stat(p); err == nil {
+	// A chunk already stored (an activity retry) is kept only if it is
+	// intact: a damaged file under this id would otherwise be named by
+	// every later head that reaches it, and each of those loads would fail.
+	if old, err := os.ReadFile(p); err == nil && bytes.Equal(old, data) {
 		return id, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -86,16 +95,16 @@ func (s *Store) Load(head string) ([]results.Message, error) {
 			return nil, fmt.Errorf("load transcript chunk %s: %w", id, ErrMissing)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("load transcript chunk %s: %w", id, err)
+			return nil, fmt.Errorf("load transcript chunk %s: %w: %w", id, ErrCorrupt, err)
 		}
 		sum := sha256.Sum256(data)
 		if hex.EncodeToString(sum[:]) != id {
-			return nil, fmt.Errorf("load transcript chunk %s: content does not match its id", id)
+			return nil, fmt.Errorf("load transcript chunk %s: %w: content does not match its id", id, ErrCorrupt)
 		}
 		var c chunk
 		dec := json.NewDecoder(bytes.NewReader(data))
 		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("decode transcript chunk %s: %w", id, err)
+			return nil, fmt.Errorf("decode transcript chunk %s: %w: %w", id, ErrCorrupt, err)
 		}
 		chunks = append(chunks, c.Messages)
 		id = c.Prev
