@@ -8,11 +8,15 @@
 //   - ollama:<model>    Chat Completions at Ollama's OpenAI endpoint
 //     (OLLAMA_HOST, default http://localhost:11434/v1); no key.
 //   - anthropic:<model> the Messages API.
-//   - scripted:<script> a built-in script ("demo") or a script file.
+//   - scripted:<script> a built-in script ("demo"), or a script file beneath
+//     the operator's scripts directory (Config.ScriptDir,
+//     TOLLGATE_SCRIPTS_DIR); without one, only the built-ins.
 package providers
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -35,23 +39,86 @@ type Config struct {
 	OllamaBaseURL string
 	// HTTPClient is shared by every provider; nil means each SDK's default.
 	HTTPClient *http.Client
-	// ScriptDir is where relative "scripted:" paths are found; empty means
-	// the working directory.
+	// ScriptDir is the only directory "scripted:" may read script files
+	// from: relative paths are taken from it, absolute ones must lie
+	// beneath it, and neither ".." nor a symbolic link leads out. Empty
+	// allows only the built-in scripts, since the model string comes from
+	// whoever starts a turn.
 	ScriptDir string
 }
 
-// ConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,
-// ANTHROPIC_BASE_URL and OLLAMA_HOST (as Ollama itself reads it: host,
-// host:port or a URL).
-func ConfigFromEnv() Config {
+// ScriptDirVar names the scripts directory in the environment.
+const ScriptDirVar = "TOLLGATE_SCRIPTS_DIR"
+
+// maxKeyFileBytes bounds what a *_FILE variable may name: a key is a
+// line, and a mistaken path (a log, a device) must not be read whole.
+const maxKeyFileBytes = 64 << 10
+
+// LoadConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL,
+// ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_HOST (as Ollama itself
+// reads it: host, host:port or a URL) and TOLLGATE_SCRIPTS_DIR.
+//
+// Each key may instead be read from a file named by OPENAI_API_KEY_FILE or
+// ANTHROPIC_API_KEY_FILE (a mounted secret), which keeps it out of the
+// environment a tool's child process could read. Setting both forms of
+// one key, or naming a file that cannot be read or is empty, is an error
+// that names the variable and never the file's content.
+func LoadConfigFromEnv() (Config, error) {
 	env := func(k string) string { return strings.TrimSpace(os.Getenv(k)) }
+	openaiKey, err1 := keyFromEnv(openai.KeyVar)
+	anthropicKey, err2 := keyFromEnv(anthropic.KeyVar)
 	return Config{
-		OpenAIKey:        env("OPENAI_API_KEY"),
+		OpenAIKey:        openaiKey,
 		OpenAIBaseURL:    env("OPENAI_BASE_URL"),
-		AnthropicKey:     env("ANTHROPIC_API_KEY"),
+		AnthropicKey:     anthropicKey,
 		AnthropicBaseURL: env("ANTHROPIC_BASE_URL"),
 		OllamaBaseURL:    ollamaBaseURL(env("OLLAMA_HOST")),
+		ScriptDir:        env(ScriptDirVar),
+	}, errors.Join(err1, err2)
+}
+
+// ConfigFromEnv is LoadConfigFromEnv for callers that cannot report an
+// error: a key whose *_FILE variant is unusable is left empty, so the
+// provider reports the key as not set when it is first used.
+//
+// Deprecated: use LoadConfigFromEnv, which says what is wrong at start.
+func ConfigFromEnv() Config {
+	cfg, _ := LoadConfigFromEnv()
+	return cfg
+}
+
+// keyFromEnv reads the key in variable name, or in the file that
+// name+"_FILE" names.
+func keyFromEnv(name string) (string, error) {
+	fileVar := name + "_FILE"
+	direct := strings.TrimSpace(os.Getenv(name))
+	path := strings.TrimSpace(os.Getenv(fileVar))
+	switch {
+	case path == "":
+		return direct, nil
+	case direct != "":
+		return "", fmt.Errorf("%s and %s are both set; set only one", name, fileVar)
 	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot read the key file: %w", fileVar, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot read the key file %s: %w", fileVar, path, err)
+	}
+	if len(data) > maxKeyFileBytes {
+		return "", fmt.Errorf("%s: the key file %s is larger than %d KiB; it should hold only the key", fileVar, path, maxKeyFileBytes>>10)
+	}
+	key := strings.TrimSpace(string(data))
+	if key == "" {
+		return "", fmt.Errorf("%s: the key file %s is empty", fileVar, path)
+	}
+	if strings.ContainsAny(key, "\r\n") {
+		return "", fmt.Errorf("%s: the key file %s holds more than one line; it should hold only the key", fileVar, path)
+	}
+	return key, nil
 }
 
 func ollamaBaseURL(host string) string {
@@ -108,7 +175,11 @@ func (r *Router) Resolve(s string) (model.Provider, string, error) {
 	case "scripted":
 		script, err := scripted.Open(name, r.cfg.ScriptDir)
 		if err != nil {
-			return nil, "", &model.Error{Message: err.Error()}
+			msg := err.Error()
+			if errors.Is(err, scripted.ErrNotAllowed) && r.cfg.ScriptDir == "" {
+				msg += "; the worker's operator can allow script files beneath a directory with " + ScriptDirVar
+			}
+			return nil, "", &model.Error{Message: msg}
 		}
 		return scripted.New(script), name, nil
 	}

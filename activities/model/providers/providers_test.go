@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -41,7 +42,10 @@ func TestResolve(t *testing.T) {
 		{in: "anthropic:claude-sonnet-4-5", wantType: &anthropic.Provider{}, wantName: "claude-sonnet-4-5"},
 		{in: "scripted:demo", wantType: &scripted.Provider{}, wantName: "demo"},
 		{in: "scripted:mine.json", wantType: &scripted.Provider{}, wantName: "mine.json"},
+		{in: "scripted:" + filepath.Join(dir, "mine.json"), wantType: &scripted.Provider{}, wantName: filepath.Join(dir, "mine.json")},
 		{in: "scripted:missing.json", wantErr: "read script"},
+		{in: "scripted:../mine.json", wantErr: "must lie beneath the scripts directory"},
+		{in: "scripted:/etc/passwd", wantErr: "must lie beneath the scripts directory"},
 		{in: "scripted:nosuch", wantErr: `no built-in script "nosuch"`},
 		{in: "gemini:pro", wantErr: `unknown provider "gemini"; use openai, ollama, anthropic or scripted`},
 		{in: "gpt-4.1", wantErr: "must be provider:name"},
@@ -119,17 +123,120 @@ func TestMissingKeys(t *testing.T) {
 	}
 }
 
+func TestResolveWithoutScriptDir(t *testing.T) {
+	// A worker whose operator named no scripts directory reads no script
+	// files at all, whatever the model string says.
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mine.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"replies":[{"text":"hello"}]}`), 0o644))
+	t.Chdir(dir)
+	r := NewRouter(Config{})
+	_, _, err := r.Resolve("scripted:demo")
+	require.NoError(t, err)
+	for _, ref := range []string{"mine.json", "./mine.json", file, "/etc/passwd"} {
+		_, _, err := r.Resolve("scripted:" + ref)
+		var me *model.Error
+		require.ErrorAs(t, err, &me, ref)
+		require.False(t, me.Retryable)
+		require.Contains(t, me.Message, "only the built-in scripts (demo) may be used")
+		require.Contains(t, me.Message, "TOLLGATE_SCRIPTS_DIR")
+	}
+}
+
 func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", " sk-o ")
 	t.Setenv("OPENAI_BASE_URL", "http://vllm:8000/v1")
 	t.Setenv("ANTHROPIC_API_KEY", "sk-a")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://gateway")
 	t.Setenv("OLLAMA_HOST", "gpu-box:11434")
-	require.Equal(t, Config{
+	t.Setenv("TOLLGATE_SCRIPTS_DIR", "/srv/scripts")
+	t.Setenv("OPENAI_API_KEY_FILE", "")
+	t.Setenv("ANTHROPIC_API_KEY_FILE", "")
+	want := Config{
 		OpenAIKey: "sk-o", OpenAIBaseURL: "http://vllm:8000/v1",
 		AnthropicKey: "sk-a", AnthropicBaseURL: "http://gateway",
 		OllamaBaseURL: "http://gpu-box:11434/v1",
-	}, ConfigFromEnv())
+		ScriptDir:     "/srv/scripts",
+	}
+	got, err := LoadConfigFromEnv()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, want, ConfigFromEnv())
+}
+
+func TestKeyFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	const secret = "sk-secret-do-not-print"
+	for _, v := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY_FILE", "ANTHROPIC_API_KEY_FILE"} {
+		t.Setenv(v, "")
+	}
+
+	t.Run("read, trailing newline trimmed", func(t *testing.T) {
+		t.Setenv("OPENAI_API_KEY_FILE", write("openai", secret+"\n"))
+		t.Setenv("ANTHROPIC_API_KEY_FILE", write("anthropic", "sk-ant\r\n"))
+		cfg, err := LoadConfigFromEnv()
+		require.NoError(t, err)
+		require.Equal(t, secret, cfg.OpenAIKey)
+		require.Equal(t, "sk-ant", cfg.AnthropicKey)
+	})
+
+	bad := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{
+			name:    "both forms set",
+			env:     map[string]string{"OPENAI_API_KEY": secret, "OPENAI_API_KEY_FILE": write("both", secret)},
+			wantErr: "OPENAI_API_KEY and OPENAI_API_KEY_FILE are both set; set only one",
+		},
+		{
+			name:    "missing file",
+			env:     map[string]string{"ANTHROPIC_API_KEY_FILE": filepath.Join(dir, "nope")},
+			wantErr: "ANTHROPIC_API_KEY_FILE: cannot read the key file",
+		},
+		{
+			name:    "a directory",
+			env:     map[string]string{"OPENAI_API_KEY_FILE": dir},
+			wantErr: "OPENAI_API_KEY_FILE: cannot read the key file",
+		},
+		{
+			name:    "empty file",
+			env:     map[string]string{"OPENAI_API_KEY_FILE": write("empty", "\n")},
+			wantErr: "OPENAI_API_KEY_FILE: the key file " + filepath.Join(dir, "empty") + " is empty",
+		},
+		{
+			name:    "more than a key",
+			env:     map[string]string{"OPENAI_API_KEY_FILE": write("lines", secret+"\nsecond line\n")},
+			wantErr: "holds more than one line",
+		},
+		{
+			name:    "far too large",
+			env:     map[string]string{"ANTHROPIC_API_KEY_FILE": write("large", strings.Repeat(secret, 10000))},
+			wantErr: "is larger than 64 KiB",
+		},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := LoadConfigFromEnv()
+			require.ErrorContains(t, err, tc.wantErr)
+			require.NotContains(t, err.Error(), secret, "an error never quotes the key")
+			require.Empty(t, cfg.OpenAIKey+cfg.AnthropicKey, "a key that could not be loaded is not half-loaded")
+
+			// The deprecated form leaves the key unset, so the provider
+			// says so when used instead of sending a wrong key.
+			cfg = ConfigFromEnv()
+			require.Empty(t, cfg.OpenAIKey+cfg.AnthropicKey)
+		})
+	}
 }
 
 func TestOllamaBaseURL(t *testing.T) {

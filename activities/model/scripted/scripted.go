@@ -46,7 +46,10 @@
 // # Naming a script
 //
 // "scripted:demo" is the built-in demo (see Builtins); "scripted:<path>"
-// loads a file. Open resolves both.
+// loads a file, but only from the scripts directory the operator
+// configured: the model string comes from whoever starts a turn, and
+// without this rule it would read any file the worker can. Open resolves
+// both.
 package scripted
 
 import (
@@ -54,7 +57,9 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -117,22 +122,68 @@ func Builtin(name string) (*Script, error) {
 	return Parse(name, data)
 }
 
-// Open resolves what follows "scripted:": a built-in name, or a file path,
-// relative paths taken from dir (the current directory when dir is empty).
-// A name without a slash or a ".json" suffix is a built-in.
+// ErrNotAllowed is wrapped by Open's errors for a script file the
+// confinement rule refuses.
+var ErrNotAllowed = errors.New("script file not allowed")
+
+// Open resolves what follows "scripted:": a built-in name, or a file
+// beneath dir, the operator's scripts directory. A name without a slash or
+// a ".json" suffix is a built-in. A relative path is taken from dir; an
+// absolute one must name a file beneath dir. With dir empty only the
+// built-ins may be named. The file is opened through an os.Root on dir,
+// so neither ".." nor a symbolic link leads out of it.
 func Open(ref, dir string) (*Script, error) {
 	if !strings.ContainsAny(ref, `/\`) && !strings.HasSuffix(ref, ".json") {
 		return Builtin(ref)
 	}
-	p := ref
-	if !filepath.IsAbs(p) && dir != "" {
-		p = filepath.Join(dir, p)
+	if dir == "" {
+		return nil, fmt.Errorf("script %q: %w: no scripts directory is configured, so only the built-in scripts (%s) may be used",
+			ref, ErrNotAllowed, strings.Join(Builtins(), ", "))
 	}
-	data, err := os.ReadFile(p)
+	rel, err := beneath(ref, dir)
 	if err != nil {
-		return nil, fmt.Errorf("read script: %w", err)
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read script %q: open the scripts directory: %w", ref, err)
+	}
+	defer root.Close()
+	data, err := root.ReadFile(rel)
+	if err != nil {
+		if escapes(err) {
+			return nil, fmt.Errorf("script %q: %w: it leads out of the scripts directory through a symbolic link", ref, ErrNotAllowed)
+		}
+		return nil, fmt.Errorf("read script %q: %w", ref, err)
 	}
 	return Parse(ref, data)
+}
+
+// beneath returns ref as a path relative to dir, or an error if it is not
+// lexically beneath dir. os.Root enforces the rule again at open time; the
+// lexical check is what lets the error say which rule a path broke.
+func beneath(ref, dir string) (string, error) {
+	rel := filepath.Clean(ref)
+	if filepath.IsAbs(rel) {
+		absDir, err := filepath.Abs(dir)
+		if err != nil {
+			return "", fmt.Errorf("read script %q: resolve the scripts directory: %w", ref, err)
+		}
+		if rel, err = filepath.Rel(absDir, rel); err != nil {
+			rel = ".."
+		}
+	}
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("script %q: %w: script files must lie beneath the scripts directory", ref, ErrNotAllowed)
+	}
+	return rel, nil
+}
+
+// escapes reports whether err is os.Root refusing a path that leads out
+// of it. The os package does not export that error, only its text.
+func escapes(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent"
 }
 
 // Parse decodes and validates a script. Unknown fields are errors, so a

@@ -199,15 +199,69 @@ func TestOpen(t *testing.T) {
 	require.Equal(t, "scripts/one.json", s.Name)
 	require.Equal(t, "from a file", s.Replies[0].Text)
 
-	s, err = Open(filepath.Join(dir, "scripts", "one.json"), "")
+	// An absolute path beneath the scripts directory is the same file.
+	s, err = Open(filepath.Join(dir, "scripts", "one.json"), dir)
 	require.NoError(t, err)
 	require.Equal(t, "from a file", s.Replies[0].Text)
 
 	_, err = Open("scripts/missing.json", dir)
 	require.ErrorContains(t, err, "read script")
+	require.NotErrorIs(t, err, ErrNotAllowed)
 
 	_, err = Open("nosuch", dir)
 	require.ErrorContains(t, err, `no built-in script "nosuch" (built-in: demo)`)
 
 	require.Equal(t, []string{"demo"}, Builtins())
+}
+
+func TestOpenConfinesScriptFiles(t *testing.T) {
+	base := t.TempDir()
+	scripts := filepath.Join(base, "scripts")
+	require.NoError(t, os.MkdirAll(filepath.Join(scripts, "sub"), 0o755))
+	script := []byte(`{"replies":[{"text":"hi"}]}`)
+	require.NoError(t, os.WriteFile(filepath.Join(scripts, "ok.json"), script, 0o644))
+	// A valid script outside the directory: refusing it must be the rule's
+	// doing, not a parse error.
+	outside := filepath.Join(base, "outside.json")
+	require.NoError(t, os.WriteFile(outside, script, 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(scripts, "link-out.json")))
+	require.NoError(t, os.Symlink("../../outside.json", filepath.Join(scripts, "sub", "rel-out.json")))
+	require.NoError(t, os.Symlink("ok.json", filepath.Join(scripts, "link-in.json")))
+
+	t.Run("no scripts directory: built-ins only", func(t *testing.T) {
+		_, err := Open("demo", "")
+		require.NoError(t, err)
+		for _, ref := range []string{outside, "ok.json", "./ok.json", "/etc/passwd"} {
+			_, err := Open(ref, "")
+			require.ErrorIs(t, err, ErrNotAllowed, ref)
+			require.ErrorContains(t, err, "only the built-in scripts (demo) may be used")
+		}
+	})
+
+	allowed := []string{"ok.json", "./ok.json", "sub/../ok.json", filepath.Join(scripts, "ok.json"), "link-in.json"}
+	for _, ref := range allowed {
+		t.Run("allowed "+ref, func(t *testing.T) {
+			s, err := Open(ref, scripts)
+			require.NoError(t, err)
+			require.Equal(t, "hi", s.Replies[0].Text)
+		})
+	}
+
+	refused := map[string]string{
+		"../outside.json":        "must lie beneath the scripts directory",
+		"sub/../../outside.json": "must lie beneath the scripts directory",
+		outside:                  "must lie beneath the scripts directory",
+		"/etc/passwd":            "must lie beneath the scripts directory",
+		scripts + "/../x.json":   "must lie beneath the scripts directory",
+		scripts + "-evil/x.json": "must lie beneath the scripts directory",
+		"link-out.json":          "symbolic link",
+		"sub/rel-out.json":       "symbolic link",
+	}
+	for ref, want := range refused {
+		t.Run("refused "+ref, func(t *testing.T) {
+			_, err := Open(ref, scripts)
+			require.ErrorIs(t, err, ErrNotAllowed)
+			require.ErrorContains(t, err, want)
+		})
+	}
 }
