@@ -64,6 +64,9 @@ func main() {
 
 func run(f flags, logger *slog.Logger) error {
 	var uiURL string
+	if err := protectEnviron(); err != nil {
+		return err
+	}
 	if f.dieWithParent {
 		if err := dieWithParent(); err != nil {
 			return err

@@ -65,6 +65,12 @@ type Options struct {
 	// MaxShellOutput is how much combined output a command may keep; the
 	// middle of longer output is dropped with a note.
 	MaxShellOutput int
+	// ShellEnv names the worker's environment variables that shell
+	// commands see besides PATH, HOME, USER, LOGNAME, SHELL, LANG,
+	// LANGUAGE, LC_*, TZ and TMPDIR; a trailing * matches a prefix.
+	// Everything else, secrets included, is withheld. ParseShellEnv reads
+	// the list from TOLLGATE_SHELL_ENV.
+	ShellEnv []string
 	// FetchTimeout and MaxFetchBytes bound one http_fetch.
 	FetchTimeout  time.Duration
 	MaxFetchBytes int64

@@ -8,8 +8,21 @@ import (
 )
 
 // Without process groups only bash itself can be killed.
-func inNewProcessGroup(cmd *exec.Cmd) {}
+type pgroupJail struct {
+	cmd *exec.Cmd
+}
 
-func killProcessGroup(pid int) {}
+func (j *pgroupJail) setup(cmd *exec.Cmd) (string, error) {
+	j.cmd = cmd
+	return "", nil
+}
+
+func (j *pgroupJail) kill() {
+	if j.cmd != nil && j.cmd.Process != nil {
+		_ = j.cmd.Process.Kill()
+	}
+}
+
+func (j *pgroupJail) release() {}
 
 func signalOf(state *os.ProcessState) string { return "unknown" }

@@ -8,19 +8,30 @@ import (
 	"syscall"
 )
 
-// inNewProcessGroup makes the command lead its own process group, so that
-// a timeout kills everything it started, not just bash.
-func inNewProcessGroup(cmd *exec.Cmd) {
+// pgroupJail makes bash lead its own process group, so that a timeout or
+// the end of the call kills everything it started that stayed in the
+// group. A process that leaves the group (setsid, job control) escapes.
+type pgroupJail struct {
+	cmd *exec.Cmd
+}
+
+func (j *pgroupJail) setup(cmd *exec.Cmd) (string, error) {
+	j.cmd = cmd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
-		killProcessGroup(cmd.Process.Pid)
+		j.kill()
 		return nil
+	}
+	return "", nil
+}
+
+func (j *pgroupJail) kill() {
+	if j.cmd != nil && j.cmd.Process != nil {
+		_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 
-func killProcessGroup(pid int) {
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-}
+func (j *pgroupJail) release() {}
 
 func signalOf(state *os.ProcessState) string {
 	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

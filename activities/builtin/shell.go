@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
@@ -30,6 +31,9 @@ const pipeDrainWait = 2 * time.Second
 // ends (including `exit`), without touching its stdout or exit status.
 const pwdTrap = "trap 'pwd -P 2>/dev/null >&3' EXIT\n"
 
+// shellContainment picks how calls are contained; tests pin each kind.
+var shellContainment = bestContainment
+
 type shellArgs struct {
 	Command string `json:"command" jsonschema:"bash command line to run in the current directory"`
 }
@@ -38,8 +42,9 @@ func shellTool(opts Options) (tool.Tool, error) {
 	return tool.Func(tool.Spec{
 		Name: Shell,
 		Description: fmt.Sprintf("Run a bash command in the current directory of the workspace and return its combined stdout and stderr. "+
-			"A non-zero exit status is an error that carries the output. Commands are killed after %s; background processes do not outlive the call. "+
-			"A final `cd` inside the workspace carries over to later calls.", opts.ShellTimeout),
+			"A non-zero exit status is an error that carries the output. Commands are killed after %s. %s "+
+			"The environment holds PATH, HOME, the locale and what the operator allows, not the worker's credentials. "+
+			"A final `cd` inside the workspace carries over to later calls.", opts.ShellTimeout, containmentDescription(shellContainment())),
 		Approval: tool.ApprovalAlways,
 		// Not idempotent: a command may have run when the worker died, so
 		// it is never retried.
@@ -66,6 +71,8 @@ type shellRun struct {
 	duration time.Duration
 	total    int64
 	dropped  int64
+	// contained is how the call's processes were held together.
+	contained containment
 }
 
 func runShell(ctx context.Context, w workspace, command string, opts Options) (results.Outcome, error) {
@@ -78,9 +85,12 @@ func runShell(ctx context.Context, w workspace, command string, opts Options) (r
 		startDir, moved = w.root, true
 	}
 
-	run, err := execShell(ctx, startDir, command, opts)
+	run, err := execShell(ctx, startDir, command, opts, shellContainment())
 	if err != nil {
 		return results.Outcome{}, err
+	}
+	if run.contained == containProcessGroup {
+		notes = append(notes, escapeNote)
 	}
 	output := strings.ToValidUTF8(run.output, "\uFFFD")
 	limits := results.Limits{MaxBytes: tool.DefaultMaxOutputBytes, MaxLines: tool.DefaultMaxOutputLines}
@@ -121,6 +131,7 @@ func runShell(ctx context.Context, w workspace, command string, opts Options) (r
 		"duration_ms":   run.duration.Milliseconds(),
 		"output_bytes":  run.total,
 		"dropped_bytes": run.dropped,
+		"containment":   run.contained.String(),
 	})
 	out := results.SucceedText(text).WithDetails(details)
 	if newDir != "" {
@@ -137,10 +148,10 @@ func withNotes(head, output string, notes []string) string {
 	return strings.Join(parts, "\n")
 }
 
-// execShell runs command under bash in its own process group, capturing
-// combined output through one pipe so stdout and stderr interleave as a
-// terminal would show them.
-func execShell(ctx context.Context, dir, command string, opts Options) (shellRun, error) {
+// execShell runs command under bash, contained as well as the worker
+// allows starting at want, capturing combined output through one pipe so
+// stdout and stderr interleave as a terminal would show them.
+func execShell(ctx context.Context, dir, command string, opts Options, want containment) (shellRun, error) {
 	pwdFile, err := os.CreateTemp("", "tollgate-pwd-*")
 	if err != nil {
 		return shellRun{}, fmt.Errorf("shell: create pwd file: %w", err)
@@ -156,33 +167,27 @@ func execShell(ctx context.Context, dir, command string, opts Options) (shellRun
 
 	runCtx, cancel := context.WithTimeout(ctx, opts.ShellTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, "bash", "-c", pwdTrap+command)
-	cmd.Dir = dir
-	cmd.Env = shellEnv(os.Environ())
-	// Passing *os.File makes the child write straight into the pipe: no
-	// copying goroutine inside exec for Wait to block on while a
-	// background process keeps the pipe open.
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.ExtraFiles = []*os.File{pwdFile}
-	inNewProcessGroup(cmd)
+	env := shellEnv(os.Environ(), opts.ShellEnv)
+
+	cmd, j, used, err := startContained(runCtx, dir, pwdTrap+command, env, pw, pwdFile, want)
+	pw.Close()
+	if err != nil {
+		return shellRun{}, err
+	}
+	start := time.Now()
+	defer j.release()
 
 	buf := newCapBuffer(opts.MaxShellOutput)
 	copied := make(chan struct{})
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		pw.Close()
-		return shellRun{}, fmt.Errorf("shell: start bash: %w", err)
-	}
-	pw.Close()
 	go func() {
 		defer close(copied)
 		_, _ = io.Copy(buf, pr)
 	}()
 	waitErr := cmd.Wait()
 	duration := time.Since(start)
-	// The shell is gone; whatever it left running in the background goes
-	// with it, so the call has no effects after it has returned.
-	killProcessGroup(cmd.Process.Pid)
+	// The shell is gone; whatever it left running goes with it, so the
+	// call has no effects after it has returned.
+	j.kill()
 	select {
 	case <-copied:
 	case <-time.After(pipeDrainWait):
@@ -190,7 +195,7 @@ func execShell(ctx context.Context, dir, command string, opts Options) (shellRun
 		<-copied
 	}
 
-	run := shellRun{duration: duration, total: buf.total}
+	run := shellRun{duration: duration, total: buf.total, contained: used}
 	run.output, run.dropped = buf.String()
 	if ctx.Err() != nil {
 		return shellRun{}, fmt.Errorf("shell: %w", ctx.Err())
@@ -216,39 +221,92 @@ func execShell(ctx context.Context, dir, command string, opts Options) (shellRun
 	return run, nil
 }
 
-// shellEnv passes the worker's environment minus its secrets: model keys,
-// Temporal credentials and anything named like a key or token. A model
-// that can run `env` must not be able to read them.
-func shellEnv(environ []string) []string {
-	env := make([]string, 0, len(environ)+3)
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if secretEnvName(name) {
+// startContained starts bash on script, writing to out, under the first
+// containment from want on that works. One that worked when probed can
+// still fail for one call (a cgroup or namespace limit); the command has
+// not run then, so the next is tried.
+func startContained(ctx context.Context, dir, script string, env []string, out, pwdFile *os.File, want containment) (*exec.Cmd, jail, containment, error) {
+	var lastErr error
+	for _, c := range fallbacks(want) {
+		j, err := newJail(c)
+		if err != nil {
+			lastErr = err
 			continue
 		}
-		switch name {
-		case "TERM", "PAGER", "GIT_PAGER", "GIT_TERMINAL_PROMPT":
-			continue
+		cmd := exec.CommandContext(ctx, "bash", "-c", "")
+		cmd.Dir = dir
+		cmd.Env = env
+		// Passing *os.File makes the child write straight into the pipe:
+		// no copying goroutine inside exec for Wait to block on while a
+		// background process keeps the pipe open.
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.ExtraFiles = []*os.File{pwdFile}
+		prefix, err := j.setup(cmd)
+		if err == nil {
+			cmd.Args[2] = prefix + script
+			if err = cmd.Start(); err == nil {
+				return cmd, j, c, nil
+			}
 		}
-		env = append(env, kv)
+		j.release()
+		lastErr = err
 	}
-	// Nothing can be typed at a prompt or scrolled in a pager here.
-	return append(env, "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
+	return nil, nil, 0, fmt.Errorf("shell: start bash: %w", lastErr)
 }
 
-func secretEnvName(name string) bool {
-	upper := strings.ToUpper(name)
-	for _, prefix := range []string{"TEMPORAL_", "TOLLGATE_", "OPENAI_", "ANTHROPIC_", "AWS_", "AZURE_", "GOOGLE_", "GCP_", "GITHUB_", "GH_"} {
-		if strings.HasPrefix(upper, prefix) {
-			return true
+// shellEnvNames is what every command sees of the worker's environment:
+// enough for tools to find programs, a home, a locale and a time zone.
+// Anything else may be a secret (DATABASE_URL, SENTRY_DSN, a model key),
+// and a denylist of names cannot know them all, so the operator names
+// the rest (Options.ShellEnv).
+var shellEnvNames = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR"}
+
+// shellEnvFixed overrides whatever the worker has: nothing can be typed at
+// a prompt or scrolled in a pager here.
+var shellEnvFixed = []string{"TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0"}
+
+// shellEnv keeps the variables of environ named by shellEnvNames or extra
+// (where a trailing * matches a prefix) and adds shellEnvFixed.
+func shellEnv(environ, extra []string) []string {
+	env := make([]string, 0, len(shellEnvNames)+len(extra)+len(shellEnvFixed))
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || fixedEnv(name) {
+			continue
+		}
+		if envNameMatches(name, shellEnvNames) || envNameMatches(name, extra) {
+			env = append(env, kv)
 		}
 	}
-	for _, word := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION"} {
-		if strings.Contains(upper, word) {
+	return append(env, shellEnvFixed...)
+}
+
+func fixedEnv(name string) bool {
+	for _, kv := range shellEnvFixed {
+		if strings.HasPrefix(kv, name+"=") {
 			return true
 		}
 	}
 	return false
+}
+
+func envNameMatches(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && prefix != "" {
+			if strings.HasPrefix(name, prefix) {
+				return true
+			}
+		} else if name == p {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseShellEnv splits a list of variable names, as TOLLGATE_SHELL_ENV
+// holds them (separated by commas or spaces), for Options.ShellEnv.
+func ParseShellEnv(list string) []string {
+	return strings.FieldsFunc(list, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 }
 
 // capBuffer keeps the first and last halves of at most max bytes of

@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +20,10 @@ import (
 )
 
 func TestShell(t *testing.T) {
+	forEachContainment(t, testShell)
+}
+
+func testShell(t *testing.T, cont containment) {
 	ws, outside := newWorkspace(t)
 	realWS, err := filepath.EvalSymlinks(ws)
 	require.NoError(t, err)
@@ -84,11 +89,14 @@ func TestShell(t *testing.T) {
 				return
 			}
 			text := requireText(t, out)
-			if tt.wantText == "" {
-				require.Empty(t, out.Success.Parts, "text %q", text)
-			} else if tt.partial {
+			switch {
+			case tt.partial:
 				require.Contains(t, text, tt.wantText)
-			} else {
+			case cont == containProcessGroup:
+				require.Equal(t, withEscapeNote(tt.wantText), text)
+			case tt.wantText == "":
+				require.Empty(t, out.Success.Parts, "text %q", text)
+			default:
 				require.Equal(t, tt.wantText, text)
 			}
 			require.Equal(t, tt.wantWorkDir, out.Success.WorkDir)
@@ -114,13 +122,21 @@ func TestShellOutputCapKeepsHeadAndTail(t *testing.T) {
 }
 
 func TestShellKillsBackgroundProcesses(t *testing.T) {
+	forEachContainment(t, testShellKillsBackgroundProcesses)
+}
+
+func testShellKillsBackgroundProcesses(t *testing.T, c containment) {
 	ws, _ := newWorkspace(t)
 	sh := testTools(t, Options{ShellTimeout: time.Second})[Shell]
 
 	// A background process must neither hold the call open nor outlive it.
 	start := time.Now()
 	out := run(t, sh, tool.Call{Workspace: ws}, shellArgs{Command: "sleep 30 & echo $! > bg.pid; echo started"})
-	require.Equal(t, "started\n", requireText(t, out))
+	want := "started\n"
+	if c == containProcessGroup {
+		want = withEscapeNote(want)
+	}
+	require.Equal(t, want, requireText(t, out))
 	require.Less(t, time.Since(start), pipeDrainWait)
 	requireGone(t, filepath.Join(ws, "bg.pid"))
 
@@ -146,19 +162,172 @@ func requireGone(t *testing.T, pidFile string) {
 	}, 2*time.Second, 20*time.Millisecond, "process %d still running", pid)
 }
 
-func TestShellHidesSecrets(t *testing.T) {
+func TestShellEnvironmentIsAllowlisted(t *testing.T) {
 	ws, _ := newWorkspace(t)
-	t.Setenv("OPENAI_API_KEY", "sk-very-secret")
-	t.Setenv("TEMPORAL_API_KEY", "temporal-secret")
-	t.Setenv("MY_SERVICE_TOKEN", "token-secret")
-	t.Setenv("TOLLGATE_PLAIN", "visible-only-with-prefix")
-	t.Setenv("HARMLESS_SETTING", "visible")
-	sh := testTools(t, Options{})[Shell]
-	text := requireText(t, run(t, sh, tool.Call{Workspace: ws}, shellArgs{Command: "env"}))
-	require.Contains(t, text, "HARMLESS_SETTING=visible")
-	require.Contains(t, text, "TERM=dumb")
-	for _, s := range []string{"sk-very-secret", "temporal-secret", "token-secret", "visible-only-with-prefix"} {
-		require.NotContains(t, text, s)
+	secrets := map[string]string{
+		"DATABASE_URL":     "postgres://app:db-secret@db/app",
+		"PGPASS":           "pg-secret",
+		"SENTRY_DSN":       "https://sentry-secret@sentry.example/1",
+		"OPENAI_API_KEY":   "sk-very-secret",
+		"TEMPORAL_API_KEY": "temporal-secret",
+		"HARMLESS_SETTING": "not-named-by-the-operator",
+		"BASH_ENV":         "/tmp/would-run-first",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("EXTRA_ALLOWED", "extra-visible")
+	t.Setenv("MYTOOL_HOME", "prefix-visible")
+	t.Setenv("LC_ALL", "C")
+	t.Setenv("TERM", "xterm-256color")
+	sh := testTools(t, Options{ShellEnv: []string{"EXTRA_ALLOWED", "MYTOOL_*"}})[Shell]
+
+	// In the worker bash's parent is the worker; here it is this test
+	// process. Its /proc environ is the environment it was started with,
+	// so t.Setenv values never show there: the worker's own protection
+	// (non-dumpable) is tested in package worker.
+	text := requireText(t, run(t, sh, tool.Call{Workspace: ws}, shellArgs{
+		Command: "env; echo PPID=$PPID; cat /proc/$PPID/environ 2>&1 | tr '\\0' '\\n'; true",
+	}))
+	env, parentEnv, ok := strings.Cut(text, "PPID="+strconv.Itoa(os.Getpid())+"\n")
+	require.True(t, ok, text)
+	for _, want := range []string{"EXTRA_ALLOWED=extra-visible\n", "MYTOOL_HOME=prefix-visible\n", "LC_ALL=C\n", "TERM=dumb\n", "PAGER=cat\n", "PATH=" + os.Getenv("PATH") + "\n"} {
+		require.Contains(t, env, want)
+	}
+	require.NotContains(t, env, "TERM=xterm")
+	for k, v := range secrets {
+		require.NotContains(t, env, k+"=", k)
+		require.NotContains(t, env, v, k)
+		require.NotContains(t, parentEnv, v, k)
+	}
+}
+
+func TestParseShellEnv(t *testing.T) {
+	require.Equal(t, []string{"GOPATH", "GOCACHE", "MY_*"}, ParseShellEnv(" GOPATH, GOCACHE ,,MY_* "))
+	require.Empty(t, ParseShellEnv(""))
+}
+
+func TestShellKillsDetachedProcesses(t *testing.T) {
+	forEachContainment(t, func(t *testing.T, c containment) {
+		ws, _ := newWorkspace(t)
+		sh := testTools(t, Options{ShellTimeout: 3 * time.Second})[Shell]
+		for _, end := range []string{"echo started", "echo started; sleep 30"} {
+			marker := fmt.Sprintf("tollgate-escape-%d-%s-%d", os.Getpid(), c, len(end))
+			t.Cleanup(func() { killMarked(marker) })
+			// Three ways out of bash's process group, each renamed with
+			// exec -a so that only the escaped sleep carries the marker;
+			// the command waits until all three run.
+			command := fmt.Sprintf(`started() { for ((i = 0; i < 200; i++)); do for f in /proc/[0-9]*/cmdline; do IFS= read -r -d '' a0 2>/dev/null <"$f" && [[ $a0 == "$1" ]] && return 0; done; sleep 0.05; done; return 1; }
+setsid -f bash -c 'exec -a %[1]s-setsid sleep 1000'
+(setsid bash -c 'exec -a %[1]s-subshell sleep 1000' &)
+(set -m; (bash -c 'exec -a %[1]s-doublefork sleep 1000' &) &)
+started %[1]s-setsid && started %[1]s-subshell && started %[1]s-doublefork || exit 9
+%[2]s`, marker, end)
+			start := time.Now()
+			out := run(t, sh, tool.Call{Workspace: ws}, shellArgs{Command: command})
+			elapsed := time.Since(start)
+			if end == "echo started" {
+				text := requireText(t, out)
+				require.True(t, strings.HasPrefix(text, "started\n"), text)
+			} else {
+				requireToolError(t, out, "timed out after 3s", "started")
+			}
+			if c == containProcessGroup {
+				// The control: these do escape a process group, and the
+				// model is told they may.
+				require.Len(t, marked(marker), 3, "the escapes did not work; the test proves nothing")
+				requireOutcomeContains(t, out, escapeNote)
+				continue
+			}
+			require.Less(t, elapsed, 3*time.Second+pipeDrainWait, "a killed process must not hold the output pipe open")
+			require.Eventually(t, func() bool { return len(marked(marker)) == 0 }, 3*time.Second, 20*time.Millisecond,
+				"processes outlived the call: %v", marked(marker))
+			time.Sleep(200 * time.Millisecond)
+			require.Empty(t, marked(marker))
+			requireOutcomeNotContains(t, out, escapeNote)
+		}
+	})
+}
+
+func TestShellDescriptionMatchesContainment(t *testing.T) {
+	forEachContainment(t, func(t *testing.T, c containment) {
+		desc := testTools(t, Options{})[Shell].Spec().Description
+		require.Contains(t, desc, containmentDescription(c))
+		if c == containProcessGroup {
+			require.Contains(t, desc, "may keep running")
+		} else {
+			require.Contains(t, desc, "every process it started is killed")
+		}
+	})
+}
+
+// forEachContainment runs test once for each containment, pinned, that
+// this machine allows; the others are skipped with the reason.
+func forEachContainment(t *testing.T, test func(t *testing.T, c containment)) {
+	t.Logf("this worker would use %s", bestContainment())
+	for c := containCgroup; c <= containProcessGroup; c++ {
+		t.Run(c.String(), func(t *testing.T) {
+			if err := probeJail(c); err != nil {
+				t.Skipf("not available here: %v", err)
+			}
+			orig := shellContainment
+			shellContainment = func() containment { return c }
+			t.Cleanup(func() { shellContainment = orig })
+			test(t, c)
+		})
+	}
+}
+
+// withEscapeNote is want as a process-group-only worker reports it.
+func withEscapeNote(want string) string {
+	if want == "" {
+		return escapeNote
+	}
+	return strings.TrimSuffix(want, "\n") + "\n" + escapeNote
+}
+
+func requireOutcomeContains(t *testing.T, out results.Outcome, s string) {
+	t.Helper()
+	if out.Kind == results.KindToolError {
+		require.Contains(t, out.ToolError.Message, s)
+		return
+	}
+	require.Contains(t, requireText(t, out), s)
+}
+
+func requireOutcomeNotContains(t *testing.T, out results.Outcome, s string) {
+	t.Helper()
+	if out.Kind == results.KindToolError {
+		require.NotContains(t, out.ToolError.Message, s)
+		return
+	}
+	require.NotContains(t, requireText(t, out), s)
+}
+
+// marked lists the live processes whose argv[0] starts with marker.
+func marked(marker string) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+		if !strings.HasPrefix(argv0, marker) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killMarked kills what a failing test let escape.
+func killMarked(marker string) {
+	for _, pid := range marked(marker) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
