@@ -47,6 +47,20 @@ type Activities struct {
 	Transcripts *transcript.Store
 	// Workspace is the directory file and shell tools are confined to.
 	Workspace string
+	// Outputs keeps whole tool outputs over MaxInlineRaw, so the result in
+	// history and the call's card carry a reference instead. Nil keeps them
+	// inline, and cards then drop them.
+	Outputs OutputStore
+}
+
+// MaxInlineRaw bounds the raw output a tool result and a call's card carry
+// inline. Cards travel in every query answer and in the turn's result.
+const MaxInlineRaw = 64 << 10
+
+// OutputStore keeps a tool's whole output and names it by a reference a
+// person can later read it back with (starter raw).
+type OutputStore interface {
+	PutRaw(ctx context.Context, raw string) (ref string, err error)
 }
 
 // DescribeTools returns the specs of the named tools, in the order asked.

@@ -104,7 +104,26 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 		}
 		out = out.WithWorkDir(rel)
 	}
-	return out.TruncateOutput(results.Limits{MaxBytes: spec.MaxOutputBytes, MaxLines: spec.MaxOutputLines}), nil
+	out = out.TruncateOutput(results.Limits{MaxBytes: spec.MaxOutputBytes, MaxLines: spec.MaxOutputLines})
+	return a.storeRaw(ctx, ref, out), nil
+}
+
+// storeRaw moves a large raw output out of the result into the output
+// store. If the store fails the output stays inline: history still has it,
+// and failing a tool that ran would lose more.
+func (a *Activities) storeRaw(ctx context.Context, ref string, out results.Outcome) results.Outcome {
+	if a.Outputs == nil || out.Kind != results.KindSuccess || len(out.Success.Raw) <= MaxInlineRaw {
+		return out
+	}
+	rawRef, err := a.Outputs.PutRaw(ctx, out.Success.Raw)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("Could not store a large tool output; it stays in history", "ref", ref, "error", err)
+		return out
+	}
+	s := *out.Success
+	s.Raw, s.RawRef = "", rawRef
+	out.Success = &s
+	return out
 }
 
 // workerStopped answers for a run this worker's own shutdown cancelled

@@ -96,10 +96,10 @@ func (e *Env) Script(steps, calls int, toolName string, args any) (string, error
 		return "", err
 	}
 	// Parse it as the provider will, so a bad script fails here.
-	if _, err := scripted.Open(p, ""); err != nil {
+	if _, err := scripted.Open(filepath.Base(p), dir); err != nil {
 		return "", err
 	}
-	name := "scripted:" + p
+	name := "scripted:" + filepath.Base(p)
 	e.scripts.Store(key, name)
 	return name, nil
 }

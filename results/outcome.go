@@ -92,8 +92,9 @@ type Success struct {
 	// truncated for the model.
 	Raw       string `json:"raw,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
-	// RawRef, on a card, stands for a Raw too large to carry: it names the
-	// RunTool activity whose result in the turn's history holds it.
+	// RawRef stands for a Raw too large to carry in history and on cards:
+	// it names the whole output in the worker's output store (starter raw
+	// reads it back).
 	RawRef string `json:"raw_ref,omitempty"`
 }
 

@@ -128,6 +128,8 @@ var verbs = []verb{
 		"GITHUB_TOKEN=... starter connect github --token-env GITHUB_TOKEN", (*cli).cmdConnect},
 	{"cancel", "ID [CALL]", "with CALL, end that call's wait; without, cancel the whole turn",
 		"starter cancel tollgate-3f2a9c01", (*cli).cmdCancel},
+	{"raw", "ID CALL", "print a call's whole output, which the card may only reference when it is large",
+		"starter raw tollgate-3f2a9c01 call_shell_1 > output.txt", (*cli).cmdRaw},
 	{"history", "ID [-o FILE]", "export the turn's history as `temporal workflow show --output json` does",
 		"starter history tollgate-3f2a9c01 -o turn.json", (*cli).cmdHistory},
 	{"replay", "FILE|DIR...", "replay exported histories against this build's workflow code",

@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	serverlog "go.temporal.io/server/common/log"
 
+	"github.com/tollgate-dev/tollgate/activities/builtin"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/internal/app"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
@@ -109,7 +111,15 @@ func run(f flags, logger *slog.Logger) error {
 	}
 	defer c.Close()
 
-	acts, err := app.NewActivities(app.Config{DataDir: f.dataDir, Workspace: f.workspace, Models: providers.ConfigFromEnv()})
+	models, err := providers.LoadConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	acts, err := app.NewActivities(app.Config{
+		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
+		FetchAllow: splitList(os.Getenv(builtin.FetchAllowEnv)),
+		ShellEnv:   builtin.ParseShellEnv(os.Getenv("TOLLGATE_SHELL_ENV")),
+	})
 	if err != nil {
 		return err
 	}
@@ -179,4 +189,16 @@ func serverLogger(logger *slog.Logger) serverlog.Logger {
 		return serverlog.NewZapLogger(serverlog.BuildZapLogger(serverlog.Config{Level: "warn"}))
 	}
 	return serverlog.NewNoopLogger()
+}
+
+// splitList reads a comma-separated list from the environment; blanks are
+// dropped.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

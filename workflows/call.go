@@ -16,11 +16,6 @@ import (
 	"github.com/tollgate-dev/tollgate/results"
 )
 
-// maxCardRaw bounds the raw output kept on a card. Cards travel in query
-// answers and in the result; the whole raw output stays retrievable in the
-// RunTool activity's result in history (externally stored when large).
-const maxCardRaw = 64 * 1024
-
 // call is one tool call's lifecycle inside the workflow.
 type call struct {
 	card    results.Card
@@ -290,8 +285,7 @@ func (t *turn) execute(ctx workflow.Context, c *call) {
 	opts := runOptions(c.spec)
 	c.runs++
 	if t.hardened() {
-		// A named activity is how a person finds this run's whole output
-		// (the card's raw_ref) and how the UI tells runs apart.
+		// Named runs let people and the UI tell a call's runs apart.
 		opts.ActivityID = runActivityID(c.card.CallID, c.runs)
 		// Waiting for the cancellation to complete tells a tool that had
 		// started from one that never did: the server's cancellation event
@@ -378,13 +372,10 @@ func (t *turn) applyOutcome(ctx workflow.Context, c *call, out results.Outcome) 
 	switch out.Kind {
 	case results.KindSuccess:
 		s := *out.Success
-		if len(s.Raw) > maxCardRaw {
-			// The whole output stays in the activity's result in history
-			// (in the payload store when large); the card says which.
+		if len(s.Raw) > activities.MaxInlineRaw {
+			// A worker without an output store sent it inline; history
+			// keeps it, the card cannot.
 			s.Raw = ""
-			if t.hardened() {
-				s.RawRef = runActivityID(c.card.CallID, c.runs)
-			}
 		}
 		if s.WorkDir != "" {
 			t.workDir = s.WorkDir

@@ -43,9 +43,6 @@ const (
 	hardeningVersion = 1
 )
 
-// callModelHeartbeatTimeout notices a worker lost during a model call.
-const callModelHeartbeatTimeout = 20 * time.Second
-
 // turn is the workflow's state. Everything in it is driven by workflow
 // events only, so it rebuilds identically on replay.
 type turn struct {
@@ -250,7 +247,7 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	if t.hardened() {
 		// CallModel heartbeats while the provider thinks, so a worker lost
 		// mid-call is noticed in seconds, not at the 5-minute timeout.
-		opts.HeartbeatTimeout = callModelHeartbeatTimeout
+		opts.HeartbeatTimeout = activities.CallModelHeartbeatTimeout
 	}
 	actx := workflow.WithActivityOptions(ctx, opts)
 	in := activities.CallModelInput{

@@ -23,6 +23,8 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/activities/transcript"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/internal/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -40,6 +42,12 @@ type Config struct {
 	// Connections overrides the file store in the data directory.
 	Connections connections.Store
 	HTTPClient  *http.Client
+	// FetchAllow opens internal destinations to http_fetch (see
+	// builtin.Options.FetchAllow).
+	FetchAllow []string
+	// ShellEnv names worker environment variables the shell passes on
+	// (see builtin.Options.ShellEnv).
+	ShellEnv []string
 }
 
 // NewActivities builds the activities and the stores they use.
@@ -62,7 +70,7 @@ func NewActivities(cfg Config) (*activities.Activities, error) {
 	}
 	var tools []tool.Tool
 	if !cfg.NoBuiltins {
-		if tools, err = builtin.Tools(builtin.Options{Connections: conns, HTTPClient: cfg.HTTPClient}); err != nil {
+		if tools, err = builtin.Tools(builtin.Options{Connections: conns, HTTPClient: cfg.HTTPClient, FetchAllow: cfg.FetchAllow, ShellEnv: cfg.ShellEnv}); err != nil {
 			return nil, err
 		}
 	}
@@ -74,11 +82,16 @@ func NewActivities(cfg Config) (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
+	outputs, err := payloadstore.New(clientconfig.PayloadDir(cfg.DataDir))
+	if err != nil {
+		return nil, err
+	}
 	return &activities.Activities{
 		Tools:       registry,
 		Models:      providers.NewRouter(cfg.Models),
 		Transcripts: transcripts,
 		Workspace:   ws,
+		Outputs:     outputs,
 	}, nil
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,6 +10,9 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/internal/payloadstore"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -165,4 +169,32 @@ func TestCancelBeforeTheToolStartedIsARefusal(t *testing.T) {
 	require.Equal(t, "the turn was cancelled before this tool started", c.Reason)
 	require.NoFileExists(t, e.ws+"/a.md")
 	e.record(run)
+}
+
+// A tool's whole output, too large for the card, is kept in the output
+// store; the card names it and starter raw (here: the store) reads it
+// back whole.
+func TestLargeRawOutputIsKeptAndRetrievable(t *testing.T) {
+	t.Parallel()
+	whole := strings.Repeat("0123456789abcdef\n", 20000)
+	big := tool.MustFunc(tool.Spec{Name: "dump", Description: "Prints a lot.", Idempotent: true, Concurrent: true},
+		func(context.Context, tool.Call, struct{}) (results.Outcome, error) {
+			return results.SucceedText(whole), nil
+		})
+	e := newEnv(t, "raw_output_stored", big)
+	model := e.script(reply("", call("d1", "dump", map[string]string{})), expecting(reply("Dumped."), 1, "[truncated]"))
+	e.startWorker()
+	run := e.start(workflows.Input{Prompt: "Dump", Model: model, Tools: []string{"dump"}})
+	res := e.result(run)
+
+	c := mustCard(t, res.Cards, "d1")
+	require.Equal(t, results.StateSucceeded, c.State)
+	require.True(t, c.Output.Truncated)
+	require.Empty(t, c.Output.Raw)
+	require.True(t, strings.HasPrefix(c.Output.RawRef, "sha256:"), c.Output.RawRef)
+	store, err := payloadstore.New(clientconfig.PayloadDir(e.data))
+	require.NoError(t, err)
+	got, err := store.GetRaw(c.Output.RawRef)
+	require.NoError(t, err)
+	require.Equal(t, whole, got)
 }

@@ -11,6 +11,7 @@ package payloadstore
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -166,6 +167,40 @@ func (d *Driver) Stats() (objects int, bytes int64, err error) {
 		return 0, 0, fmt.Errorf("payloadstore: stats of %s: %w", d.root, err)
 	}
 	return objects, bytes, nil
+}
+
+// rawRefPrefix marks a reference PutRaw hands out, so a reference from
+// anywhere else is refused rather than looked up.
+const rawRefPrefix = "sha256:"
+
+// rawEncoding marks a stored tool output, which is text, not a payload a
+// data converter wrote.
+const rawEncoding = "text/plain"
+
+// PutRaw stores a tool's whole output, too large to carry on a call's
+// card, and returns the reference the card carries instead.
+func (d *Driver) PutRaw(_ context.Context, raw string) (string, error) {
+	key, err := d.put(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(rawEncoding)}, Data: []byte(raw)})
+	if err != nil {
+		return "", fmt.Errorf("payloadstore: %w", err)
+	}
+	return rawRefPrefix + key, nil
+}
+
+// GetRaw reads back, verified, the output PutRaw stored under ref.
+func (d *Driver) GetRaw(ref string) (string, error) {
+	key, ok := strings.CutPrefix(ref, rawRefPrefix)
+	if !ok {
+		return "", fmt.Errorf("payloadstore: %q is not a raw output reference (sha256:<hex>)", ref)
+	}
+	p, err := d.get(converter.StorageDriverClaim{ClaimData: map[string]string{claimKey: key}})
+	if err != nil {
+		return "", fmt.Errorf("payloadstore: %w", err)
+	}
+	if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != rawEncoding {
+		return "", fmt.Errorf("payloadstore: %s holds a %q payload, not a tool's output", ref, enc)
+	}
+	return string(p.GetData()), nil
 }
 
 func (d *Driver) put(p *commonpb.Payload) (string, error) {

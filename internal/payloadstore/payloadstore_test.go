@@ -176,3 +176,24 @@ func TestExternalStorageConfig(t *testing.T) {
 	require.Len(t, s.Drivers, 1)
 	require.Equal(t, DriverName, s.Drivers[0].Name())
 }
+
+func TestRawOutputsRoundTripAndRefuseOtherReferences(t *testing.T) {
+	d, err := New(t.TempDir())
+	require.NoError(t, err)
+	ref, err := d.PutRaw(context.Background(), "whole output")
+	require.NoError(t, err)
+	got, err := d.GetRaw(ref)
+	require.NoError(t, err)
+	require.Equal(t, "whole output", got)
+
+	_, err = d.GetRaw("../../etc/passwd")
+	require.ErrorContains(t, err, "not a raw output reference")
+	_, err = d.GetRaw("sha256:" + strings.Repeat("0", 64))
+	require.ErrorIs(t, err, ErrObjectMissing)
+
+	// A payload the SDK stored is not a tool output.
+	claims, err := d.Store(storeCtx(), []*commonpb.Payload{{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`"x"`)}})
+	require.NoError(t, err)
+	_, err = d.GetRaw("sha256:" + claims[0].ClaimData[claimKey])
+	require.ErrorContains(t, err, "not a tool's output")
+}
