@@ -34,6 +34,9 @@ type Config struct {
 	Configs bool
 	// Micro runs the micro benchmarks.
 	Micro bool
+	// Recovery is the workflows a side in flight when benchmark 7 kills
+	// the worker; 0 skips it.
+	Recovery int
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -41,7 +44,7 @@ type Config struct {
 // DefaultConfig is what `make bench` runs.
 func DefaultConfig() Config {
 	return Config{Reps: 5, CallReps: 15, Calls: 10, ResumeSamples: 100, Parked: 2000, Cache: 250,
-		Total: 150, InFlight: 50, TPCalls: 3, Configs: true, Micro: true, Log: io.Discard}
+		Total: 150, InFlight: 50, TPCalls: 3, Configs: true, Micro: true, Recovery: 30, Log: io.Discard}
 }
 
 // fastQueues is the setting that matters: the embedded server has one
@@ -190,6 +193,14 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 		return "", fmt.Errorf("history: %w", err)
 	}
 
+	var rec *Recovery
+	if cfg.Recovery > 0 {
+		logf("7. recovery after SIGKILL: %d in flight a side", cfg.Recovery)
+		if rec, err = e.Recovery(ctx, cfg.Recovery); err != nil {
+			return "", fmt.Errorf("recovery: %w", err)
+		}
+	}
+
 	logf("3. parked turns: %d, sticky cache %d", cfg.Parked, cfg.Cache)
 	var cps []int
 	for _, c := range []int{cfg.Cache, 2 * cfg.Cache, 1000, 2000, 5000, 10000, cfg.Parked} {
@@ -214,6 +225,9 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 		perCall := Median(tc.Tollgate) / time.Duration(tc.N)
 		summary.Add("6", "micro (table below): encode + decode of one outcome and one card, plus one render, against a tool call's time in 1a",
 			fmt.Sprintf("%.1f µs = %.1f%% of %s", float64(codec)/1e3, 100*float64(codec)/float64(perCall), ms(perCall)), "—", "—", "(context; no goal)", "—")
+	}
+	if rec != nil {
+		reportRecovery(rec, summary, &details)
 	}
 
 	out.WriteString(summary.String())
