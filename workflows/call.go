@@ -35,11 +35,6 @@ type call struct {
 	runs int
 }
 
-func (c *call) accept(ctx workflow.Context, r Response) {
-	c.pending = &r
-	c.pendingAt = workflow.Now(ctx)
-}
-
 // startCalls makes a card for each call of one step. Calls that cannot run
 // (unknown tool, arguments that are not JSON or do not fit the schema) fail
 // at once, before anyone is asked to approve them.
@@ -195,62 +190,6 @@ func (t *turn) wait(ctx workflow.Context, c *call) {
 		t.apply(c)
 	}
 	c.applied++
-}
-
-// apply carries out an accepted response.
-func (t *turn) apply(c *call) {
-	r := *c.pending
-	c.pending = nil
-	c.card.Decisions = append(c.card.Decisions, results.Decision{
-		Decision:  r.Decision,
-		By:        r.By,
-		At:        c.pendingAt,
-		Reason:    r.Reason,
-		Arguments: compact(r.Arguments),
-		Answer:    compact(r.Answer),
-	})
-	switch r.Decision {
-	case results.DecisionApprove:
-		if len(r.Arguments) > 0 && !jsonEqual(r.Arguments, c.card.EffectiveArguments()) {
-			c.card.EditedArguments = compact(r.Arguments)
-		}
-		if c.card.Interrupt != nil {
-			// The tool itself asked; it runs again knowing it was approved.
-			c.resume = &tool.Resume{Decision: r.Decision, By: r.By}
-		}
-		c.setRunning()
-	case results.DecisionDeny:
-		reason := r.Reason
-		if reason == "" {
-			reason = "denied by " + byOrAnonymous(r.By) + " (no reason given)"
-		}
-		c.refuse(reason)
-	case results.DecisionAnswer, results.DecisionConnected:
-		c.resume = &tool.Resume{Decision: r.Decision, Answer: compact(r.Answer), By: r.By}
-		c.setRunning()
-	case results.DecisionCancel:
-		reason := r.Reason
-		if reason == "" {
-			reason = "cancelled by " + byOrAnonymous(r.By)
-		}
-		c.endWait(reason, r.By)
-	}
-}
-
-// endWait ends a wait without running the tool: a declined connection is a
-// tool error (the model can carry on without it), anything else a refusal.
-func (c *call) endWait(reason, by string) {
-	if c.card.State == results.StateWaitingConnection {
-		provider := c.card.Connection.Provider
-		c.fail(results.FailureToolError, fmt.Sprintf("the user did not connect %s (%s), so the tool did not run", provider, reason), "", "")
-		return
-	}
-	c.refuse(reason)
-}
-
-func (c *call) record(ctx workflow.Context, d results.Decision) {
-	d.At = workflow.Now(ctx)
-	c.card.Decisions = append(c.card.Decisions, d)
 }
 
 // transferred reports whether a call of the turn has handed the

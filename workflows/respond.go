@@ -6,9 +6,75 @@ import (
 	"fmt"
 	"strings"
 
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
 )
+
+func (t *turn) onUpdate(ctx workflow.Context, r Response) (results.Card, error) {
+	// The validator ran just before; checking again costs nothing and
+	// keeps the handler safe if it is ever called without one.
+	if err := t.validateResponse(r); err != nil {
+		return results.Card{}, err
+	}
+	c := t.find(r.CallID)
+	target := c.applied + 1
+	c.accept(ctx, r)
+	// Return the card as the decision left it. A disconnected context lets
+	// the handler answer even when the turn is being cancelled.
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	if err := workflow.Await(dctx, func() bool { return c.applied >= target || c.card.State.Final() }); err != nil {
+		return results.Card{}, err
+	}
+	return c.card, nil
+}
+
+func (t *turn) receiveSignals(ctx workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, RespondName)
+	for {
+		// Decode by hand: a payload that is not a Response must be counted,
+		// not crash the workflow task. Receiving the payload undecoded
+		// counts even those the data converter cannot read (protobuf or
+		// binary garbage), which the SDK would otherwise drop silently.
+		var payload converter.RawValue
+		if more := ch.Receive(ctx, &payload); !more {
+			return
+		}
+		var r Response
+		if err := decodeResponse(payload, &r); err != nil {
+			t.rejectSignal("the payload is not a respond object: " + err.Error())
+			workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "reason", t.lastInvalidSignal)
+			continue
+		}
+		if err := t.validateResponse(r); err != nil {
+			t.rejectSignal(err.Error())
+			workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "call_id", r.CallID, "reason", err.Error())
+			continue
+		}
+		t.find(r.CallID).accept(ctx, r)
+	}
+}
+
+func decodeResponse(payload converter.RawValue, r *Response) error {
+	var raw json.RawMessage
+	if err := converter.GetDefaultDataConverter().FromPayload(payload.Payload(), &raw); err != nil {
+		return fmt.Errorf("cannot decode it as JSON: %w", err)
+	}
+	return json.Unmarshal(raw, r)
+}
+
+func (t *turn) rejectSignal(reason string) {
+	t.invalidSignals++
+	t.lastInvalidSignal = reason
+}
+
+func (c *call) accept(ctx workflow.Context, r Response) {
+	c.pending = &r
+	c.pendingAt = workflow.Now(ctx)
+}
 
 // fits says which waits each decision answers.
 var fits = map[results.DecisionKind][]results.State{
@@ -168,4 +234,60 @@ func byOrAnonymous(by string) string {
 		return "an anonymous caller"
 	}
 	return by
+}
+
+// apply carries out an accepted response.
+func (t *turn) apply(c *call) {
+	r := *c.pending
+	c.pending = nil
+	c.card.Decisions = append(c.card.Decisions, results.Decision{
+		Decision:  r.Decision,
+		By:        r.By,
+		At:        c.pendingAt,
+		Reason:    r.Reason,
+		Arguments: compact(r.Arguments),
+		Answer:    compact(r.Answer),
+	})
+	switch r.Decision {
+	case results.DecisionApprove:
+		if len(r.Arguments) > 0 && !jsonEqual(r.Arguments, c.card.EffectiveArguments()) {
+			c.card.EditedArguments = compact(r.Arguments)
+		}
+		if c.card.Interrupt != nil {
+			// The tool itself asked; it runs again knowing it was approved.
+			c.resume = &tool.Resume{Decision: r.Decision, By: r.By}
+		}
+		c.setRunning()
+	case results.DecisionDeny:
+		reason := r.Reason
+		if reason == "" {
+			reason = "denied by " + byOrAnonymous(r.By) + " (no reason given)"
+		}
+		c.refuse(reason)
+	case results.DecisionAnswer, results.DecisionConnected:
+		c.resume = &tool.Resume{Decision: r.Decision, Answer: compact(r.Answer), By: r.By}
+		c.setRunning()
+	case results.DecisionCancel:
+		reason := r.Reason
+		if reason == "" {
+			reason = "cancelled by " + byOrAnonymous(r.By)
+		}
+		c.endWait(reason, r.By)
+	}
+}
+
+// endWait ends a wait without running the tool: a declined connection is a
+// tool error (the model can carry on without it), anything else a refusal.
+func (c *call) endWait(reason, by string) {
+	if c.card.State == results.StateWaitingConnection {
+		provider := c.card.Connection.Provider
+		c.fail(results.FailureToolError, fmt.Sprintf("the user did not connect %s (%s), so the tool did not run", provider, reason), "", "")
+		return
+	}
+	c.refuse(reason)
+}
+
+func (c *call) record(ctx workflow.Context, d results.Decision) {
+	d.At = workflow.Now(ctx)
+	c.card.Decisions = append(c.card.Decisions, d)
 }

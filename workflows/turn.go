@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -338,62 +337,4 @@ func (t *turn) snapshot() State {
 		InvalidSignals:    t.invalidSignals,
 		LastInvalidSignal: t.lastInvalidSignal,
 	}
-}
-
-func (t *turn) onUpdate(ctx workflow.Context, r Response) (results.Card, error) {
-	// The validator ran just before; checking again costs nothing and
-	// keeps the handler safe if it is ever called without one.
-	if err := t.validateResponse(r); err != nil {
-		return results.Card{}, err
-	}
-	c := t.find(r.CallID)
-	target := c.applied + 1
-	c.accept(ctx, r)
-	// Return the card as the decision left it. A disconnected context lets
-	// the handler answer even when the turn is being cancelled.
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	if err := workflow.Await(dctx, func() bool { return c.applied >= target || c.card.State.Final() }); err != nil {
-		return results.Card{}, err
-	}
-	return c.card, nil
-}
-
-func (t *turn) receiveSignals(ctx workflow.Context) {
-	ch := workflow.GetSignalChannel(ctx, RespondName)
-	for {
-		// Decode by hand: a payload that is not a Response must be counted,
-		// not crash the workflow task. Receiving the payload undecoded
-		// counts even those the data converter cannot read (protobuf or
-		// binary garbage), which the SDK would otherwise drop silently.
-		var payload converter.RawValue
-		if more := ch.Receive(ctx, &payload); !more {
-			return
-		}
-		var r Response
-		if err := decodeResponse(payload, &r); err != nil {
-			t.rejectSignal("the payload is not a respond object: " + err.Error())
-			workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "reason", t.lastInvalidSignal)
-			continue
-		}
-		if err := t.validateResponse(r); err != nil {
-			t.rejectSignal(err.Error())
-			workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "call_id", r.CallID, "reason", err.Error())
-			continue
-		}
-		t.find(r.CallID).accept(ctx, r)
-	}
-}
-
-func decodeResponse(payload converter.RawValue, r *Response) error {
-	var raw json.RawMessage
-	if err := converter.GetDefaultDataConverter().FromPayload(payload.Payload(), &raw); err != nil {
-		return fmt.Errorf("cannot decode it as JSON: %w", err)
-	}
-	return json.Unmarshal(raw, r)
-}
-
-func (t *turn) rejectSignal(reason string) {
-	t.invalidSignals++
-	t.lastInvalidSignal = reason
 }
