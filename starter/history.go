@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 
+	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 	"github.com/tollgate-dev/tollgate/internal/replay"
 )
 
@@ -30,38 +30,15 @@ func (c *cli) cmdHistory(ctx context.Context, args []string) error {
 	if out == "" {
 		return t.Export(ctx, id, run, c.stdout)
 	}
-	if err := writeFileAtomic(out, func(f *os.File) error { return t.Export(ctx, id, run, f) }); err != nil {
+	// Written whole or not at all: a failed export never leaves half a
+	// history where a replay corpus expects a whole one.
+	if err := atomicfile.WriteWith(out, func(w io.Writer) error { return t.Export(ctx, id, run, w) }, 0o644); err != nil {
 		return err
 	}
 	if c.g.json {
 		return writeJSON(c.stdout, map[string]string{"workflow_id": id, "file": out})
 	}
 	fmt.Fprintf(c.stdout, "wrote the history of %s to %s (replay it with: starter replay %s)\n", id, out, out)
-	return nil
-}
-
-// writeFileAtomic writes through a temporary file in the same directory
-// and renames it into place, so a failed export never leaves half a
-// history where a replay corpus expects a whole one.
-func writeFileAtomic(name string, write func(*os.File) error) error {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", name, err)
-	}
-	defer os.Remove(f.Name())
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -41,4 +43,31 @@ func TestWriteFailsClearlyAndLeavesNothing(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
+}
+
+func TestWriteWithStreamsAndKeepsTheOldFileOnError(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "history.json")
+	require.NoError(t, WriteWith(p, func(w io.Writer) error {
+		_, err := io.WriteString(w, "whole")
+		return err
+	}, 0o644))
+
+	boom := errors.New("export failed")
+	err := WriteWith(p, func(w io.Writer) error {
+		_, _ = io.WriteString(w, "half")
+		return boom
+	}, 0o644)
+	require.ErrorIs(t, err, boom)
+	require.Equal(t, boom.Error(), err.Error(), "the writer's error comes back as it is")
+
+	got, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, "whole", string(got))
+	info, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Equal(t, fs.FileMode(0o644), info.Mode().Perm())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file is left behind")
 }
