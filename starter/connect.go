@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/activities/connections"
+	"github.com/tollgate-dev/tollgate/internal/datadir"
 )
 
 // cmdConnect stores a user's credential for a provider in the connection
@@ -18,7 +18,7 @@ func (c *cli) cmdConnect(ctx context.Context, args []string) error {
 	fs := c.flagSet("connect")
 	var user, tokenEnv string
 	var scopes string
-	fs.StringVar(&user, "user", envOr(c.getenv, "USER", "cli"), "the `user` the turn runs for (run --user)")
+	fs.StringVar(&user, "user", defaultPerson(c.getenv), "the `user` the turn runs for (run --user)")
 	fs.StringVar(&tokenEnv, "token-env", "", "read the token from this environment `variable` instead of standard input")
 	fs.StringVar(&scopes, "scopes", "", "comma-separated `scopes` the token grants")
 	pos, err := parse(fs, args)
@@ -33,7 +33,7 @@ func (c *cli) cmdConnect(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := connections.NewFileStore(filepath.Join(c.g.dataDir, "connections"))
+	store, err := connections.NewFileStore(datadir.Connections(c.g.dataDir))
 	if err != nil {
 		return fmt.Errorf("open the connection store in %s: %w", c.g.dataDir, err)
 	}

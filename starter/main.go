@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -18,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/internal/datadir"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -71,8 +72,8 @@ type cli struct {
 func newCLI(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *cli {
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, dial: dialTemporal, poll: 300 * time.Millisecond, getenv: getenv}
 	c.g = globals{
-		taskQueue: envOr(c.getenv, "TOLLGATE_TASK_QUEUE", workflows.DefaultTaskQueue),
-		dataDir:   envOr(c.getenv, "TOLLGATE_DATA", clientconfig.DefaultDataDir),
+		taskQueue: cmp.Or(c.getenv("TOLLGATE_TASK_QUEUE"), workflows.DefaultTaskQueue),
+		dataDir:   datadir.FromEnv(c.getenv),
 	}
 	return c
 }
@@ -353,11 +354,4 @@ the official Temporal CLI works on the same turns:
   temporal workflow show --workflow-id ID --output json > turn.json
 `)
 	io.WriteString(w, b.String())
-}
-
-func envOr(getenv func(string) string, k, def string) string {
-	if v := getenv(k); v != "" {
-		return v
-	}
-	return def
 }

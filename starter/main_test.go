@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/activities/connections"
+	"github.com/tollgate-dev/tollgate/internal/datadir"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -467,7 +468,7 @@ func TestConnectStoresTheTokenWithoutEchoingIt(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr.String())
 	require.NotContains(t, stdout.String()+stderr.String(), "s3cret-token")
 
-	store, err := connections.NewFileStore(filepath.Join(dir, "connections"))
+	store, err := connections.NewFileStore(datadir.Connections(dir))
 	require.NoError(t, err)
 	cred, err := store.Get(context.Background(), "ada", "github")
 	require.NoError(t, err)

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/internal/datadir"
 	"github.com/tollgate-dev/tollgate/internal/payloadstore"
 	"github.com/tollgate-dev/tollgate/results"
 )
@@ -60,7 +60,7 @@ func (c *cli) cmdRaw(ctx context.Context, args []string) error {
 func (c *cli) rawOutput(out results.Success) (string, error) {
 	switch {
 	case out.RawRef != "":
-		dir := clientconfig.PayloadDir(c.g.dataDir)
+		dir := datadir.Payloads(c.g.dataDir)
 		// Opening the store would create it; a reader must not.
 		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("its output is stored as %s, and there is no output store at %s (use the worker's data directory: --data or TOLLGATE_DATA)", out.RawRef, dir)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/internal/datadir"
 	"github.com/tollgate-dev/tollgate/internal/payloadstore"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -15,7 +15,7 @@ import (
 
 func TestRawPrintsStoredInlineAndPlainOutputs(t *testing.T) {
 	data := t.TempDir()
-	store, err := payloadstore.New(clientconfig.PayloadDir(data))
+	store, err := payloadstore.New(datadir.Payloads(data))
 	require.NoError(t, err)
 	whole := strings.Repeat("line of output\n", 10000)
 	ref, err := store.PutRaw(context.Background(), whole)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
@@ -19,23 +18,20 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/tollgate-dev/tollgate/internal/datadir"
 	"github.com/tollgate-dev/tollgate/internal/payloadstore"
 )
 
-// DefaultDataDir is used when TOLLGATE_DATA is unset.
-const DefaultDataDir = ".tollgate"
+// DefaultDataDir, DataDir and PayloadDir forward to package datadir, which
+// owns the data directory's layout; they stay for callers not yet switched
+// to it.
+const DefaultDataDir = datadir.Default
 
 // DataDir returns TOLLGATE_DATA or the default.
-func DataDir() string {
-	if d := os.Getenv("TOLLGATE_DATA"); d != "" {
-		return d
-	}
-	return DefaultDataDir
-}
+func DataDir() string { return datadir.FromEnv(os.Getenv) }
 
-// PayloadDir is where externally stored payloads live under the data
-// directory.
-func PayloadDir(dataDir string) string { return filepath.Join(dataDir, "payloads") }
+// PayloadDir is datadir.Payloads.
+func PayloadDir(dataDir string) string { return datadir.Payloads(dataDir) }
 
 // Options select the profile and override what flags set.
 type Options struct {
@@ -83,7 +79,7 @@ func ExternalStorage(dataDir string) (converter.ExternalStorage, error) {
 	if dataDir == "" {
 		dataDir = DataDir()
 	}
-	ext, err := payloadstore.ExternalStorage(PayloadDir(dataDir))
+	ext, err := payloadstore.ExternalStorage(datadir.Payloads(dataDir))
 	if err != nil {
 		return converter.ExternalStorage{}, fmt.Errorf("open payload store in %s: %w", dataDir, err)
 	}
