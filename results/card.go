@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -162,7 +163,7 @@ func (c Card) Validate() error {
 		return fmt.Errorf("card %s has unknown state %q", c.CallID, c.State)
 	}
 	for _, field := range []string{"interrupt", "connection", "output", "transfer", "failure", "reason", "queued"} {
-		if has[field] && !contains(ok, field) {
+		if has[field] && !slices.Contains(ok, field) {
 			return bad(field)
 		}
 	}
@@ -217,7 +218,7 @@ func (c Card) Validate() error {
 		}
 	}
 	for i, d := range c.Decisions {
-		if !contains(decisionKinds, string(d.Decision)) {
+		if !slices.Contains(decisionKinds, string(d.Decision)) {
 			return fmt.Errorf("card %s decision %d: unknown decision %q", c.CallID, i, d.Decision)
 		}
 	}
@@ -263,15 +264,6 @@ func (f Failure) modelMessage() string {
 		}
 	}
 	return f.Message
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Summary is a one-line description of the card for the CLI and logs. It

@@ -234,3 +234,17 @@ func (c *Card) canonicalize() {
 		d.Answer = canonicalRaw(d.Answer)
 	}
 }
+
+// CompactJSON drops the insignificant space from raw, keeping key order
+// and number spelling. Empty input is nil; input that is not JSON comes
+// back unchanged, so what a model sent can still be shown.
+func CompactJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}

@@ -369,3 +369,20 @@ func TestErrUnknownVersionIsDistinct(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, errors.Is(err, results.ErrUnknownVersion), "a missing version is not a newer one")
 }
+
+func TestCompactJSON(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{`{ "b": 1,
+		    "a": [1, 2.50] }`, `{"b":1,"a":[1,2.50]}`},
+		{`{"x": 12345678901234567890}`, `{"x":12345678901234567890}`},
+		{`not json {`, `not json {`},
+	} {
+		if got := string(results.CompactJSON(json.RawMessage(c.in))); got != c.want {
+			t.Errorf("CompactJSON(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if results.CompactJSON(nil) != nil {
+		t.Error("CompactJSON(nil) is not nil")
+	}
+}

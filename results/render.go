@@ -48,7 +48,7 @@ func Render(c Card) (Message, error) {
 	// A refused call did not run, so telling the model it "ran with" the
 	// edited arguments would be false.
 	if len(c.EditedArguments) > 0 && c.State != StateRefused {
-		edited, _ := Truncate(compactJSON(c.EditedArguments), Limits{MaxBytes: MaxPersonText})
+		edited, _ := Truncate(string(CompactJSON(c.EditedArguments)), Limits{MaxBytes: MaxPersonText})
 		note := fmt.Sprintf("Note: a person edited the arguments before approving; the tool ran with %s instead of what you sent.", edited)
 		m.Parts = append([]Part{TextPart(note)}, m.Parts...)
 	}
@@ -96,7 +96,7 @@ func renderSuccess(c Card) []Part {
 				text = append(text, p.Text)
 			}
 		case PartJSON:
-			text = append(text, compactJSON(p.JSON))
+			text = append(text, string(CompactJSON(p.JSON)))
 		case PartMedia:
 			flush()
 			parts = append(parts, p)

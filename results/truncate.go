@@ -1,8 +1,6 @@
 package results
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
 )
@@ -113,14 +111,6 @@ func (o Outcome) TruncateOutput(limits Limits) Outcome {
 	}
 	o.Success = &s
 	return o
-}
-
-func compactJSON(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return string(raw)
-	}
-	return b.String()
 }
 
 func oneLine(s string, max int) string {

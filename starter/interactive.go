@@ -191,7 +191,7 @@ func (a *asker) askAnswer(ctx context.Context, card results.Card) (workflows.Res
 		}
 	}
 	if len(in.Schema) > 0 {
-		fmt.Fprintf(a.out, "  the answer is JSON matching: %s\n", compactJSON(in.Schema))
+		fmt.Fprintf(a.out, "  the answer is JSON matching: %s\n", results.CompactJSON(in.Schema))
 		for {
 			line, err := a.in.prompt(ctx, a.out, "answer: ")
 			if err != nil {
@@ -291,15 +291,6 @@ func prettyJSON(b json.RawMessage) string {
 		return string(b)
 	}
 	out, _ := json.MarshalIndent(v, "", "  ")
-	return string(out)
-}
-
-func compactJSON(b json.RawMessage) string {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return string(b)
-	}
-	out, _ := json.Marshal(v)
 	return string(out)
 }
 

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,10 +69,10 @@ func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
 			c.card.Arguments = quoted
 			c.fail(results.FailureToolError, "the arguments are not valid JSON; send a JSON object matching the tool's schema", "", "")
 		case !known:
-			c.card.Arguments = compact(args)
+			c.card.Arguments = results.CompactJSON(args)
 			c.fail(results.FailureToolError, fmt.Sprintf("unknown tool %q; available tools: %s", tc.Name, strings.Join(t.in.Tools, ", ")), "", "")
 		default:
-			c.card.Arguments = compact(args)
+			c.card.Arguments = results.CompactJSON(args)
 			if err := t.schemas[tc.Name].Validate(args); err != nil {
 				c.fail(results.FailureToolError, fmt.Sprintf("invalid arguments for %s: %v", tc.Name, err), "", "")
 			} else if t.in.Policy.needsApproval(spec) {
@@ -130,7 +129,7 @@ func plainCallID(id string) bool {
 func keepForPeople(args json.RawMessage) json.RawMessage {
 	const keep = 4 << 10
 	if len(args) <= keep && json.Valid(args) {
-		return compact(args)
+		return results.CompactJSON(args)
 	}
 	text, _ := results.Truncate(string(args), results.Limits{MaxBytes: keep})
 	quoted, _ := json.Marshal(text)
@@ -382,19 +381,8 @@ func (c *call) fail(reason results.FailureReason, message, ref, detail string) {
 	c.card.Failure = &results.Failure{Reason: reason, Message: message, Ref: ref, Detail: detail}
 }
 
-func compact(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return raw
-	}
-	return buf.Bytes()
-}
-
 func jsonEqual(a, b json.RawMessage) bool {
-	return string(compact(a)) == string(compact(b))
+	return string(results.CompactJSON(a)) == string(results.CompactJSON(b))
 }
 
 // formatDuration writes 24h rather than 24h0m0s.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/converter"
@@ -119,7 +120,7 @@ func (t *turn) validateResponse(r Response) error {
 		}
 		return fmt.Errorf("%s", msg)
 	}
-	if !stateIn(c.card.State, allowed) {
+	if !slices.Contains(allowed, c.card.State) {
 		return fmt.Errorf("call %s is %s; %s does not fit that wait (use %s)", c.card.CallID, c.card.State, r.Decision, decisionsFor(c.card.State))
 	}
 	if t.hardened() {
@@ -207,22 +208,13 @@ func optionIDs(opts []results.Option) string {
 	return strings.Join(ids, ", ")
 }
 
-func stateIn(s results.State, list []results.State) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // decisionOrder is the order decisions are listed in messages.
 var decisionOrder = []results.DecisionKind{results.DecisionApprove, results.DecisionDeny, results.DecisionAnswer, results.DecisionConnected, results.DecisionCancel}
 
 func decisionsFor(s results.State) string {
 	var out []string
 	for _, d := range decisionOrder {
-		if stateIn(s, fits[d]) {
+		if slices.Contains(fits[d], s) {
 			out = append(out, string(d))
 		}
 	}
@@ -245,13 +237,13 @@ func (t *turn) apply(c *call) {
 		By:        r.By,
 		At:        c.pendingAt,
 		Reason:    r.Reason,
-		Arguments: compact(r.Arguments),
-		Answer:    compact(r.Answer),
+		Arguments: results.CompactJSON(r.Arguments),
+		Answer:    results.CompactJSON(r.Answer),
 	})
 	switch r.Decision {
 	case results.DecisionApprove:
 		if len(r.Arguments) > 0 && !jsonEqual(r.Arguments, c.card.EffectiveArguments()) {
-			c.card.EditedArguments = compact(r.Arguments)
+			c.card.EditedArguments = results.CompactJSON(r.Arguments)
 		}
 		if c.card.Interrupt != nil {
 			// The tool itself asked; it runs again knowing it was approved.
@@ -265,7 +257,7 @@ func (t *turn) apply(c *call) {
 		}
 		c.refuse(reason)
 	case results.DecisionAnswer, results.DecisionConnected:
-		c.resume = &tool.Resume{Decision: r.Decision, Answer: compact(r.Answer), By: r.By}
+		c.resume = &tool.Resume{Decision: r.Decision, Answer: results.CompactJSON(r.Answer), By: r.By}
 		c.setRunning()
 	case results.DecisionCancel:
 		reason := r.Reason
