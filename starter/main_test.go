@@ -88,18 +88,6 @@ func TestEncodeAnswer(t *testing.T) {
 	}
 }
 
-func TestParseDuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{"90m": 90 * time.Minute, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "0s": 0} {
-		got, err := parseDuration(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
-	}
-	for _, in := range []string{"", "d", "-1h", "-2d", "soon", "1.5d"} {
-		_, err := parseDuration(in)
-		assert.Error(t, err, in)
-	}
-}
-
 func TestStatusExit(t *testing.T) {
 	assert.Equal(t, 0, statusExit(workflows.StatusCompleted))
 	assert.Equal(t, 3, statusExit(workflows.StatusTransferred))
@@ -223,13 +211,13 @@ func TestRunInputFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "in.json")
 	require.NoError(t, os.WriteFile(file, []byte(`{"prompt":"from file","model":"ollama:llama3.2","tools":["list_dir"],
-		"policy":{"approval":{"list_dir":"always"},"response_timeout":"1h"},"max_steps":3,"user":"carol"}`), 0o644))
+		"policy":{"approval":{"list_dir":"always"},"response_timeout":"2d"},"max_steps":3,"user":"carol"}`), 0o644))
 	fake := newFake(workflows.State{})
 	h := newHarness(t, fake)
 
 	require.Equal(t, 0, h.run("", "run", "--input", file).code)
 	assert.Equal(t, workflows.Input{Prompt: "from file", Model: "ollama:llama3.2", Tools: []string{"list_dir"}, MaxSteps: 3, User: "carol",
-		Policy: workflows.Policy{Approval: map[string]string{"list_dir": "always"}, ResponseTimeout: workflows.Duration(time.Hour)}}, fake.started[0].in)
+		Policy: workflows.Policy{Approval: map[string]string{"list_dir": "always"}, ResponseTimeout: workflows.Duration(48 * time.Hour)}}, fake.started[0].in)
 
 	// Explicit flags and the prompt argument win; defaults do not.
 	require.Equal(t, 0, h.run("", "run", "--input", file, "--max-steps", "9", "--approve", "shell", "new prompt").code)
@@ -262,6 +250,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{"run"},
 		{"run", "a", "b"},
 		{"run", "--timeout", "soon", "x"},
+		{"run", "--timeout", "-1h", "x"},
+		{"run", "--timeout", "-2d", "x"},
+		{"run", "--timeout", "1.5d", "x"},
 		{"run", "--max-steps", "0", "x"},
 		{"run", "--model", "", "x"},
 	} {

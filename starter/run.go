@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -148,9 +146,12 @@ func (c *cli) buildInput(f runFlags, set map[string]bool, pos []string) (workflo
 		}
 	}
 	if set["timeout"] {
-		d, err := parseDuration(f.timeout)
+		d, err := workflows.ParseDuration(f.timeout)
 		if err != nil {
 			return in, usagef("--timeout: %v", err)
+		}
+		if d < 0 {
+			return in, usagef("--timeout %s is negative", f.timeout)
 		}
 		in.Policy.ResponseTimeout = workflows.Duration(d)
 	}
@@ -207,23 +208,6 @@ func (c *cli) readInput(name string) (workflows.Input, error) {
 		return in, usagef("--input %s is not a turn input: %v", name, err)
 	}
 	return in, nil
-}
-
-// parseDuration is time.ParseDuration plus whole days ("7d"), the unit
-// people think of approvals in.
-func parseDuration(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.Atoi(n)
-		if err != nil || days < 0 {
-			return 0, fmt.Errorf("%q is not a duration such as 90m, 24h or 7d", s)
-		}
-		return time.Duration(days) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q is not a duration such as 90m, 24h or 7d", s)
-	}
-	return d, nil
 }
 
 // newID is a workflow id short enough to type.

@@ -3,6 +3,9 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/activities/model"
@@ -65,8 +68,9 @@ type Policy struct {
 	MaxHistoryBytes  int `json:"max_history_bytes,omitempty"`
 }
 
-// Duration is a time.Duration written as a Go duration string ("24h",
-// "90m") in JSON.
+// Duration is a time.Duration written in JSON as a string ParseDuration
+// reads ("90m", "24h", "7d"). It is written back as a Go duration
+// ("168h0m0s"), the form recorded histories hold.
 type Duration time.Duration
 
 func (d Duration) MarshalJSON() ([]byte, error) {
@@ -76,14 +80,41 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string such as \"24h\" or \"90m\": %w", err)
+		return fmt.Errorf("duration must be a string such as \"90m\", \"24h\" or \"7d\": %w", err)
 	}
-	v, err := time.ParseDuration(s)
+	v, err := ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
+		return err
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// ParseDuration reads a Go duration ("90m", "1h30m", time.ParseDuration's
+// grammar) or a whole number of days ("7d"), the unit people think of
+// approvals in. The turn input and the starter's --timeout both read
+// durations with it. A sign is allowed, as time.ParseDuration allows it;
+// whoever needs a positive duration checks.
+func ParseDuration(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || days > maxDays || days < -maxDays {
+			return 0, durationError(s)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, durationError(s)
+	}
+	return d, nil
+}
+
+// maxDays is the most days a time.Duration holds (about 292 years).
+const maxDays = int64(math.MaxInt64 / (24 * time.Hour))
+
+func durationError(s string) error {
+	return fmt.Errorf("%q is not a duration such as 90m, 24h or 7d", s)
 }
 
 // Response is the payload of the respond Update and Signal.

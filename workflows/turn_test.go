@@ -456,10 +456,39 @@ func TestDurationJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"response_timeout":"90m"}`), &p))
 	require.Equal(t, Duration(90*time.Minute), p.ResponseTimeout)
 	require.ErrorContains(t, json.Unmarshal([]byte(`{"response_timeout":5}`), &p), "duration must be a string")
-	require.ErrorContains(t, json.Unmarshal([]byte(`{"response_timeout":"soon"}`), &p), `duration "soon"`)
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"response_timeout":"soon"}`), &p), `"soon" is not a duration such as 90m, 24h or 7d`)
 	b, err := json.Marshal(Duration(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, `"1h0m0s"`, string(b))
+
+	// Days read in, and are written back as the Go duration recorded
+	// histories hold, which reads back the same.
+	require.NoError(t, json.Unmarshal([]byte(`{"response_timeout":"7d"}`), &p))
+	require.Equal(t, Duration(7*24*time.Hour), p.ResponseTimeout)
+	b, err = json.Marshal(p.ResponseTimeout)
+	require.NoError(t, err)
+	require.Equal(t, `"168h0m0s"`, string(b))
+	var back Duration
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, p.ResponseTimeout, back)
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"90m": 90 * time.Minute, "24h": 24 * time.Hour, "1h30m": 90 * time.Minute, "0s": 0,
+		"7d": 7 * 24 * time.Hour, "0d": 0, "+2d": 48 * time.Hour,
+		// Signs read as time.ParseDuration reads them; validateInput
+		// rejects a negative response timeout.
+		"-1h": -time.Hour, "-2d": -48 * time.Hour,
+	} {
+		got, err := ParseDuration(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "d", "soon", "1.5d", "1d12h", "7 d", "106752d", "9223372036854775808d"} {
+		_, err := ParseDuration(in)
+		require.ErrorContains(t, err, "is not a duration such as 90m, 24h or 7d", in)
+	}
 }
 
 var mockAny = mock.Anything
