@@ -90,7 +90,13 @@ type Decision struct {
 // State; Validate enforces it.
 type Card struct {
 	CallID string `json:"call_id"`
-	Tool   string `json:"tool"`
+	// ModelCallID is the model's own id for the call, set when CallID is
+	// not that id (the host keeps call ids unique across a turn and
+	// replaces ids people cannot type). The tool message answers the
+	// model's id, since providers match results to calls by it; empty
+	// means CallID is the model's id.
+	ModelCallID string `json:"model_call_id,omitempty"`
+	Tool        string `json:"tool"`
 	// Arguments are what the model asked for.
 	Arguments json.RawMessage `json:"arguments"`
 	// EditedArguments, when set, are what a person approved instead; the

@@ -26,13 +26,16 @@ func RefusedText(reason string) string {
 const SilentSuccessText = "The tool succeeded with no output."
 
 // Render turns a final card into the one tool message the model sees for
-// it. It returns an error for a card that is not final: every call gets
+// it, answering the model's own call id. It returns an error for a card that is not final: every call gets
 // exactly one message, and only once it has one outcome.
 func Render(c Card) (Message, error) {
 	if err := c.Validate(); err != nil {
 		return Message{}, err
 	}
 	m := Message{Role: RoleTool, ToolCallID: c.CallID, ToolName: c.Tool}
+	if c.ModelCallID != "" {
+		m.ToolCallID = c.ModelCallID
+	}
 	switch c.State {
 	case StateSucceeded:
 		m.Parts = renderSuccess(c)

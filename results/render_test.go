@@ -126,6 +126,26 @@ func TestRenderGoldenCards(t *testing.T) {
 	}
 }
 
+func TestRenderAnswersTheModelsCallID(t *testing.T) {
+	c := results.Card{CallID: "call_0_2", ModelCallID: "call_0", Tool: "t", State: results.StateSucceeded}
+	m, err := results.Render(c)
+	require.NoError(t, err)
+	require.Equal(t, "call_0", m.ToolCallID, "the provider matches results to calls by its own ids")
+
+	// The id survives the card's encoding; a card without it (every card
+	// written before it existed) encodes as it always did.
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"model_call_id":"call_0"`)
+	var back results.Card
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, c, back)
+	c.ModelCallID = ""
+	b, err = json.Marshal(c)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "model_call_id")
+}
+
 func TestRenderInvalidCard(t *testing.T) {
 	m, err := results.Render(results.Card{CallID: "c", Tool: "t", State: results.StateFailed})
 	require.ErrorContains(t, err, "failed without a failure")

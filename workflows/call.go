@@ -17,9 +17,8 @@ import (
 
 // call is one tool call's lifecycle inside the workflow.
 type call struct {
-	card    results.Card
-	modelID string
-	spec    tool.Spec
+	card results.Card
+	spec tool.Spec
 	// resume is the person's answer the next run carries.
 	resume *tool.Resume
 	// pending is an accepted response its call has not applied yet.
@@ -44,8 +43,12 @@ func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
 		maxCalls = t.in.Policy.maxCallsPerStep()
 	}
 	for i, tc := range toolCalls {
-		c := &call{modelID: tc.ID}
+		c := &call{}
 		c.card.CallID = t.uniqueCallID(tc.ID, i)
+		if c.card.CallID != tc.ID {
+			// The tool message still answers the model's own id.
+			c.card.ModelCallID = tc.ID
+		}
 		c.card.Tool = tc.Name
 		if tc.Name == "" {
 			c.card.Tool = "(unnamed)"

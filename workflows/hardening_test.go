@@ -86,6 +86,8 @@ func TestUnusableModelCallIDsAreReplaced(t *testing.T) {
 
 	require.Equal(t, "call_1_1", res.Cards[0].CallID)
 	require.Equal(t, "call_1_2", res.Cards[1].CallID)
+	require.Equal(t, long, res.Cards[0].ModelCallID)
+	require.Equal(t, "bad/id\n", res.Cards[1].ModelCallID)
 	// The provider still gets its own ids back.
 	var ids []string
 	for _, m := range h.model.last() {

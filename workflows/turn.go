@@ -301,8 +301,6 @@ func (t *turn) appendToolMessages(step []*call) error {
 		if err != nil {
 			return fmt.Errorf("render call %s: %w", c.card.CallID, err)
 		}
-		// The provider matches results to calls by its own ids.
-		m.ToolCallID = c.modelID
 		t.conv = append(t.conv, m)
 	}
 	return nil

@@ -354,6 +354,8 @@ func TestRepeatedModelCallIDsStayUnique(t *testing.T) {
 		results.AssistantText("done"))
 	res := h.run(t, Input{Prompt: "p", Tools: []string{"echo"}})
 	require.Equal(t, []string{"call_0", "call_0_2"}, cardIDs(res.Cards))
+	require.Empty(t, res.Cards[0].ModelCallID, "a card whose id is the model's does not repeat it")
+	require.Equal(t, "call_0", res.Cards[1].ModelCallID)
 	// The model still sees its own ids.
 	require.Equal(t, []string{"call_0 error=false a", "call_0 error=false b"}, toolTexts(res.Messages))
 }
