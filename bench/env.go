@@ -25,9 +25,9 @@ import (
 	"go.temporal.io/server/common/dynamicconfig"
 	"google.golang.org/grpc"
 
-	"github.com/tollgate-dev/tollgate/activities"
+	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
-	"github.com/tollgate-dev/tollgate/internal/app"
+	"github.com/tollgate-dev/tollgate/activities/transcript"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
 	"github.com/tollgate-dev/tollgate/internal/payloadstore"
@@ -59,11 +59,12 @@ type Options struct {
 
 // Env is one embedded server, one client and a worker for each side.
 type Env struct {
-	Server   *devserver.Server
-	Client   client.Client
-	DataDir  string
-	Acts     *activities.Activities
-	Payloads *payloadstore.Driver
+	Server  *devserver.Server
+	Client  client.Client
+	DataDir string
+	// Transcripts is the store Tollgate's worker writes, for size stats.
+	Transcripts *transcript.Store
+	Payloads    *payloadstore.Driver
 	// Stamps records when respond updates were accepted and when
 	// activities started, keyed by workflow id.
 	Stamps *Stamps
@@ -105,13 +106,19 @@ func Start(opts Options) (*Env, error) {
 		e.Close()
 		return nil, err
 	}
-	if e.Acts, err = NewActivities(e.DataDir, e.Stamps); err != nil {
+	plugin, err := NewPlugin(e.DataDir)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	if e.Transcripts, err = transcript.NewStore(filepath.Join(e.DataDir, "transcripts")); err != nil {
 		e.Close()
 		return nil, err
 	}
 	if !opts.NoWorkers {
-		tw := worker.New(e.Client, TollgateQueue, WorkerOptions(e.Stamps))
-		app.Register(tw, e.Acts)
+		topts := WorkerOptions(e.Stamps)
+		topts.Plugins = []worker.Plugin{plugin}
+		tw := worker.New(e.Client, TollgateQueue, topts)
 		bw := worker.New(e.Client, BareQueue, WorkerOptions(e.Stamps))
 		RegisterBare(bw)
 		for _, w := range []worker.Worker{tw, bw} {
@@ -162,14 +169,14 @@ func quietLogger() sdklog.Logger {
 	return sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 }
 
-// NewActivities builds Tollgate's activities as the worker does, without
-// the built-in tools and with the benchmark's tools.
-func NewActivities(dataDir string, stamps *Stamps) (*activities.Activities, error) {
-	return app.NewActivities(app.Config{
+// NewPlugin enables Tollgate as the worker binary does, without the
+// built-in tools and with the benchmark's tools.
+func NewPlugin(dataDir string) (*tollgate.Plugin, error) {
+	return tollgate.NewPlugin(tollgate.Options{
 		DataDir:    dataDir,
 		Workspace:  workspaceDir(dataDir),
 		Models:     providers.Config{ScriptDir: filepath.Join(dataDir, "scripts")},
-		Extra:      Tools(),
+		Tools:      Tools(),
 		NoBuiltins: true,
 	})
 }

@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/tollgate-dev/tollgate/internal/app"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -76,14 +75,17 @@ func runWorker(side string) error {
 			fmt.Println("stamp " + key)
 		}
 	}
-	w := worker.New(c, os.Getenv(envQueue), WorkerOptions(stamps))
-	switch side {
-	case sideTollgate:
-		acts, err := NewActivities(dataDir, nil)
+	opts := WorkerOptions(stamps)
+	if side == sideTollgate {
+		plugin, err := NewPlugin(dataDir)
 		if err != nil {
 			return err
 		}
-		app.Register(w, acts)
+		opts.Plugins = []worker.Plugin{plugin}
+	}
+	w := worker.New(c, os.Getenv(envQueue), opts)
+	switch side {
+	case sideTollgate:
 	case sideBare:
 		RegisterBare(w)
 	default:

@@ -22,9 +22,9 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
-	"github.com/tollgate-dev/tollgate/internal/app"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -76,13 +76,12 @@ func runRecoveryWorker(side string) error {
 		return err
 	}
 	defer c.Close()
-	w := worker.New(c, os.Getenv(envQueue), worker.Options{})
 	baseURL := os.Getenv(envRecoveryModel)
-	switch side {
-	case sideTollgate:
-		// As the worker binary builds its activities, with the model at
-		// the fake server.
-		acts, err := app.NewActivities(app.Config{
+	var opts worker.Options
+	if side == sideTollgate {
+		// As the worker binary enables Tollgate, with the model at the
+		// fake server.
+		plugin, err := tollgate.NewPlugin(tollgate.Options{
 			DataDir:    dataDir,
 			Workspace:  workspaceDir(dataDir),
 			Models:     providers.Config{OpenAIKey: "bench", OpenAIBaseURL: baseURL},
@@ -91,7 +90,11 @@ func runRecoveryWorker(side string) error {
 		if err != nil {
 			return err
 		}
-		app.Register(w, acts)
+		opts.Plugins = []worker.Plugin{plugin}
+	}
+	w := worker.New(c, os.Getenv(envQueue), opts)
+	switch side {
+	case sideTollgate:
 	case sideBare:
 		w.RegisterWorkflowWithOptions(BareSlowCall, workflow.RegisterOptions{Name: bareSlowCallName})
 		w.RegisterActivityWithOptions((&slowCaller{url: baseURL + "/chat/completions"}).call, activity.RegisterOptions{Name: bareSlowCall})
@@ -412,7 +415,7 @@ func reportRecovery(r *Recovery, s *Table, d *strings.Builder) {
 	tg, bare = Percentile(r.Tollgate, 100), Percentile(r.Bare, 100)
 	s.Add("7b", fmt.Sprintf(what, "max"), secs(tg), secs(bare), x(ratio(float64(tg), float64(bare))),
 		fmt.Sprintf("Tollgate < %s", secs(RecoveryGoal)), verdict(tg < RecoveryGoal))
-	fmt.Fprintf(d, "**7. Recovery after SIGKILL.** Each side's worker runs in a subprocess (this binary, re-executed; Tollgate's builds its activities through `app.NewActivities` with the openai provider and registers them with `app.Register`, as the worker binary does) against the same server and a fake OpenAI-compatible model that answers after %v. "+
+	fmt.Fprintf(d, "**7. Recovery after SIGKILL.** Each side's worker runs in a subprocess (this binary, re-executed; Tollgate's enables Tollgate with `tollgate.NewPlugin` and the openai provider, as the worker binary does) against the same server and a fake OpenAI-compatible model that answers after %v. "+
 		"%d Tollgate turns with no tools, and %d bare workflows running one activity that makes the same HTTP call and heartbeats every %v with `CallModel`'s options (heartbeat timeout %v, 5-minute start-to-close, retries from 2 s), are started; "+
 		"once every call has reached the model the worker is SIGKILLed and a new one started, both sides at once on their own task queues. "+
 		"Nothing tells the server the worker is gone: it notices when the call's heartbeat timeout expires, %v after the attempt started since no call lived long enough to heartbeat, retries after 2 s, and the retry takes %v again; "+

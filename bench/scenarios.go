@@ -369,7 +369,7 @@ func (e *Env) History(ctx context.Context, steps, calls, outputBytes int) (Histo
 	if err != nil {
 		return h, err
 	}
-	_, t0, err := e.Acts.Transcripts.Stats()
+	_, t0, err := e.Transcripts.Stats()
 	if err != nil {
 		return h, err
 	}
@@ -381,7 +381,7 @@ func (e *Env) History(ctx context.Context, steps, calls, outputBytes int) (Histo
 	if err != nil {
 		return h, err
 	}
-	_, t1, err := e.Acts.Transcripts.Stats()
+	_, t1, err := e.Transcripts.Stats()
 	if err != nil {
 		return h, err
 	}

@@ -151,7 +151,7 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 	defer e.Close()
 	fmt.Fprintf(&out, "Server: `internal/devserver` in this process, in-memory SQLite, 1 history shard; dynamic config %s. "+
 		"Both sides use the same client (Tollgate's, with external payload storage), the same SDK worker options (defaults) and the same server; "+
-		"Tollgate runs `AgentTurn` with the scripted model and no-op tools through `app.NewActivities` + `app.Register`, bare runs plain workflows with no-op activities. "+
+		"Tollgate runs `AgentTurn` with the scripted model and no-op tools through `tollgate.NewPlugin`, bare runs plain workflows with no-op activities. "+
 		"Times are medians over %d repetitions (benchmark 1: %d; 4: %d) unless noted; a ratio is the median of the per-repetition ratios (each pair ran back to back, in rotating order, so load from other processes mostly cancels). "+
 		"Completion is detected the same way on both sides (see \"Lost result notifications\" below).\n\n", describe(dc), cfg.Reps, cfg.CallReps, max(3, cfg.Reps-2))
 

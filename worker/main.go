@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/worker"
 	serverlog "go.temporal.io/server/common/log"
 
+	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities/builtin"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
-	"github.com/tollgate-dev/tollgate/internal/app"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -80,6 +80,21 @@ func run(f flags, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Built before the embedded server starts, so a bad configuration (a
+	// workspace overlapping the data directory, say) stops nothing.
+	models, err := providers.LoadConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	plugin, err := tollgate.NewPlugin(tollgate.Options{
+		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
+		FetchAllow: splitList(os.Getenv(builtin.FetchAllowEnv)),
+		ShellEnv:   builtin.ParseShellEnv(os.Getenv("TOLLGATE_SHELL_ENV")),
+	})
+	if err != nil {
+		return err
+	}
+
 	if f.dev {
 		db := filepath.Join(f.dataDir, "temporal.db")
 		srv, err := devserver.Start(devserver.Options{DatabasePath: db, Port: f.devPort, Logger: serverLogger(logger), DynamicConfig: devserver.DevDynamicConfig()})
@@ -111,26 +126,13 @@ func run(f flags, logger *slog.Logger) error {
 	}
 	defer c.Close()
 
-	models, err := providers.LoadConfigFromEnv()
-	if err != nil {
-		return err
-	}
-	acts, err := app.NewActivities(app.Config{
-		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
-		FetchAllow: splitList(os.Getenv(builtin.FetchAllowEnv)),
-		ShellEnv:   builtin.ParseShellEnv(os.Getenv("TOLLGATE_SHELL_ENV")),
-	})
-	if err != nil {
-		return err
-	}
-	w := worker.New(c, f.taskQueue, worker.Options{})
-	app.Register(w, acts)
+	w := worker.New(c, f.taskQueue, worker.Options{Plugins: []worker.Plugin{plugin}})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()
 
-	printBanner(f, acts.Workspace, uiURL)
+	printBanner(f, plugin.Workspace(), uiURL)
 	<-ctx.Done()
 	logger.Info("Shutting down")
 	return nil

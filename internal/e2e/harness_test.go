@@ -24,11 +24,11 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
 
+	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/activities/model/scripted"
 	"github.com/tollgate-dev/tollgate/activities/tool"
-	"github.com/tollgate-dev/tollgate/internal/app"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/replay"
 	"github.com/tollgate-dev/tollgate/results"
@@ -210,11 +210,11 @@ func (e *env) startWorker() *runningWorker {
 // that polls for workflow tasks only, say).
 func (e *env) startWorkerWith(opts worker.Options) *runningWorker {
 	e.t.Helper()
-	acts, err := app.NewActivities(app.Config{
+	plugin, err := tollgate.NewPlugin(tollgate.Options{
 		DataDir:     e.data,
 		Workspace:   e.ws,
 		Models:      providers.Config{ScriptDir: e.scripts},
-		Extra:       e.tools,
+		Tools:       e.tools,
 		Connections: e.conns,
 	})
 	require.NoError(e.t, err)
@@ -225,8 +225,8 @@ func (e *env) startWorkerWith(opts worker.Options) *runningWorker {
 	// A stopped worker gives running tools this long, then cancels them;
 	// the crash tests depend on a short one.
 	opts.WorkerStopTimeout = 100 * time.Millisecond
+	opts.Plugins = []worker.Plugin{plugin}
 	w := worker.New(c, e.tq, opts)
-	app.Register(w, acts)
 	require.NoError(e.t, w.Start())
 	rw := &runningWorker{w: w, c: c}
 	e.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/activities/model"
@@ -138,6 +139,7 @@ func ollamaBaseURL(host string) string {
 // Router resolves model strings. It is safe for concurrent use.
 type Router struct {
 	cfg       Config
+	custom    map[string]model.Provider
 	openai    *openai.Provider
 	ollama    *openai.Provider
 	anthropic *anthropic.Provider
@@ -157,6 +159,26 @@ func NewRouter(cfg Config) *Router {
 	}
 }
 
+// builtinPrefixes are the providers every router has.
+var builtinPrefixes = []string{"openai", "ollama", "anthropic", "scripted"}
+
+// NewRouterWith is NewRouter plus providers of the caller's own, by the
+// prefix their model strings use ("acme:model-7" → custom["acme"]).
+func NewRouterWith(cfg Config, custom map[string]model.Provider) (*Router, error) {
+	r := NewRouter(cfg)
+	r.custom = map[string]model.Provider{}
+	for prefix, p := range custom {
+		if slices.Contains(builtinPrefixes, prefix) {
+			return nil, fmt.Errorf("providers: %q is a built-in provider; choose another prefix for your own", prefix)
+		}
+		if prefix == "" || strings.ContainsAny(prefix, ": ") || p == nil {
+			return nil, fmt.Errorf("providers: a custom provider needs a non-empty prefix without ':' or spaces and a provider (got %q)", prefix)
+		}
+		r.custom[prefix] = p
+	}
+	return r, nil
+}
+
 // Resolve returns the provider for s and the model name to put in the
 // request. Its errors are non-retryable *model.Error values: a model
 // string that does not resolve now will not resolve on a retry.
@@ -164,6 +186,9 @@ func (r *Router) Resolve(s string) (model.Provider, string, error) {
 	prefix, name, err := model.ParseName(s)
 	if err != nil {
 		return nil, "", &model.Error{Message: err.Error()}
+	}
+	if p, ok := r.custom[prefix]; ok {
+		return p, name, nil
 	}
 	switch prefix {
 	case "openai":
@@ -183,5 +208,17 @@ func (r *Router) Resolve(s string) (model.Provider, string, error) {
 		}
 		return scripted.New(script), name, nil
 	}
-	return nil, "", &model.Error{Message: fmt.Sprintf("model %q: unknown provider %q; use openai, ollama, anthropic or scripted", s, prefix)}
+	return nil, "", &model.Error{Message: fmt.Sprintf("model %q: unknown provider %q; use openai, ollama, anthropic or scripted%s", s, prefix, r.customHint())}
+}
+
+func (r *Router) customHint() string {
+	if len(r.custom) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(r.custom))
+	for p := range r.custom {
+		names = append(names, p)
+	}
+	slices.Sort(names)
+	return ", or this worker's own: " + strings.Join(names, ", ")
 }

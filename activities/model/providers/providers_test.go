@@ -249,3 +249,26 @@ func TestOllamaBaseURL(t *testing.T) {
 		require.Equal(t, want, ollamaBaseURL(in), in)
 	}
 }
+
+type echoProvider struct{}
+
+func (echoProvider) Complete(_ context.Context, req model.Request) (model.Response, error) {
+	return model.Response{Message: results.AssistantText("echo")}, nil
+}
+
+func TestCustomProvidersByPrefix(t *testing.T) {
+	r, err := NewRouterWith(Config{}, map[string]model.Provider{"acme": echoProvider{}})
+	require.NoError(t, err)
+	p, name, err := r.Resolve("acme:model-7")
+	require.NoError(t, err)
+	require.Equal(t, "model-7", name)
+	require.IsType(t, echoProvider{}, p)
+
+	_, _, err = r.Resolve("nope:x")
+	require.ErrorContains(t, err, "or this worker's own: acme")
+
+	_, err = NewRouterWith(Config{}, map[string]model.Provider{"openai": echoProvider{}})
+	require.ErrorContains(t, err, `"openai" is a built-in provider`)
+	_, err = NewRouterWith(Config{}, map[string]model.Provider{"a:b": echoProvider{}})
+	require.Error(t, err)
+}

@@ -1,20 +1,14 @@
-// Package app assembles a Tollgate worker: the tool registry, the model
-// router, the stores in the data directory, and the registration of the
-// workflow and activities. The worker binary, the integration tests, the
-// history recorder and the benchmarks all build workers through it, so
-// they run exactly what production runs.
-package app
+package tollgate
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities"
@@ -28,33 +22,8 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// Config is what a worker's activities need.
-type Config struct {
-	// DataDir holds transcripts, connections and stored payloads.
-	DataDir string
-	// Workspace confines the file and shell tools.
-	Workspace string
-	Models    providers.Config
-	// Extra tools are registered beside the built-in ones.
-	Extra []tool.Tool
-	// NoBuiltins leaves the built-in tools out (tests and benchmarks).
-	NoBuiltins bool
-	// Connections overrides the file store in the data directory.
-	Connections connections.Store
-	HTTPClient  *http.Client
-	// FetchAllow opens internal destinations to http_fetch (see
-	// builtin.Options.FetchAllow).
-	FetchAllow []string
-	// ShellEnv names worker environment variables the shell passes on
-	// (see builtin.Options.ShellEnv).
-	ShellEnv []string
-}
-
-// NewActivities builds the activities and the stores they use.
-func NewActivities(cfg Config) (*activities.Activities, error) {
-	if cfg.DataDir == "" {
-		return nil, fmt.Errorf("app: no data directory")
-	}
+// newActivities builds the activities and the stores they use.
+func newActivities(cfg Options) (*activities.Activities, error) {
 	if err := separate(cfg.DataDir, workspaceDir(cfg.Workspace)); err != nil {
 		return nil, err
 	}
@@ -70,11 +39,19 @@ func NewActivities(cfg Config) (*activities.Activities, error) {
 	}
 	var tools []tool.Tool
 	if !cfg.NoBuiltins {
-		if tools, err = builtin.Tools(builtin.Options{Connections: conns, HTTPClient: cfg.HTTPClient, FetchAllow: cfg.FetchAllow, ShellEnv: cfg.ShellEnv}); err != nil {
+		all, err := builtin.Tools(builtin.Options{Connections: conns, HTTPClient: cfg.HTTPClient, FetchAllow: cfg.FetchAllow, ShellEnv: cfg.ShellEnv})
+		if err != nil {
+			return nil, err
+		}
+		if tools, err = selectBuiltins(all, cfg.Builtins); err != nil {
 			return nil, err
 		}
 	}
-	registry, err := tool.NewRegistry(append(tools, cfg.Extra...)...)
+	registry, err := tool.NewRegistry(append(tools, cfg.Tools...)...)
+	if err != nil {
+		return nil, err
+	}
+	router, err := providers.NewRouterWith(cfg.Models, cfg.Providers)
 	if err != nil {
 		return nil, err
 	}
@@ -88,17 +65,42 @@ func NewActivities(cfg Config) (*activities.Activities, error) {
 	}
 	return &activities.Activities{
 		Tools:       registry,
-		Models:      providers.NewRouter(cfg.Models),
+		Models:      router,
 		Transcripts: transcripts,
 		Workspace:   ws,
 		Outputs:     outputs,
 	}, nil
 }
 
-// Register registers the AgentTurn workflow and the activities under their
-// contract names.
-func Register(r worker.Registry, acts *activities.Activities) {
+// selectBuiltins keeps the built-in tools named in names; nil keeps all.
+func selectBuiltins(all []tool.Tool, names []string) ([]tool.Tool, error) {
+	if names == nil {
+		return all, nil
+	}
+	byName := map[string]tool.Tool{}
+	var available []string
+	for _, t := range all {
+		byName[t.Spec().Name] = t
+		available = append(available, t.Spec().Name)
+	}
+	out := make([]tool.Tool, 0, len(names))
+	for _, n := range names {
+		t, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("tollgate: no built-in tool %q; the built-ins are %s", n, strings.Join(available, ", "))
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// register registers the AgentTurn workflow and, unless acts is nil (a
+// replayer), the activities under their contract names.
+func register(r registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	if acts == nil {
+		return
+	}
 	r.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: activities.RunToolName})
 	r.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: activities.CallModelName})
 	r.RegisterActivityWithOptions(acts.DescribeTools, activity.RegisterOptions{Name: activities.DescribeToolsName})
@@ -142,24 +144,24 @@ func workspaceDir(dir string) string {
 func separate(dataDir, ws string) error {
 	data, err := resolveExisting(dataDir)
 	if err != nil {
-		return fmt.Errorf("app: resolve data directory %s: %w", dataDir, err)
+		return fmt.Errorf("tollgate: resolve data directory %s: %w", dataDir, err)
 	}
 	work, err := resolveExisting(ws)
 	if err != nil {
-		return fmt.Errorf("app: resolve workspace %s: %w", ws, err)
+		return fmt.Errorf("tollgate: resolve workspace %s: %w", ws, err)
 	}
 	d, w := show(dataDir, data), show(ws, work)
 	const fix = "set --data (TOLLGATE_DATA) and --workspace (TOLLGATE_WORKSPACE) to separate directories side by side, " +
 		"as the defaults .tollgate and workspace are"
 	switch {
 	case sameDir(data, work):
-		return fmt.Errorf("app: the data directory %s and the workspace %s are the same directory, "+
+		return fmt.Errorf("tollgate: the data directory %s and the workspace %s are the same directory, "+
 			"so the file tools would hand the model the connection tokens and transcripts stored there; %s", d, w, fix)
 	case contains(work, data):
-		return fmt.Errorf("app: the data directory %s is inside the workspace %s, "+
+		return fmt.Errorf("tollgate: the data directory %s is inside the workspace %s, "+
 			"so the file tools would hand the model the connection tokens and transcripts stored in it; %s", d, w, fix)
 	case contains(data, work):
-		return fmt.Errorf("app: the workspace %s is inside the data directory %s, "+
+		return fmt.Errorf("tollgate: the workspace %s is inside the data directory %s, "+
 			"beside the connection tokens and transcripts the file tools must never reach; %s", w, d, fix)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package app
+package tollgate
 
 import (
 	"os"
@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestNewActivitiesRefusesOverlap: with the workspace at "." and the
+// TestNewPluginRefusesOverlap: with the workspace at "." and the
 // default data directory in it, read_file (no approval) would return the
 // stored connection tokens; the worker must refuse to start instead.
-func TestNewActivitiesRefusesOverlap(t *testing.T) {
+func TestNewPluginRefusesOverlap(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	ws := filepath.Join(base, "ws")
@@ -37,7 +37,7 @@ func TestNewActivitiesRefusesOverlap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Chdir(ws)
-			_, err := NewActivities(Config{DataDir: tt.data, Workspace: tt.ws})
+			_, err := NewPlugin(Options{DataDir: tt.data, Workspace: tt.ws})
 			require.Error(t, err)
 			for _, w := range tt.want {
 				require.ErrorContains(t, err, w)
@@ -51,16 +51,34 @@ func TestNewActivitiesRefusesOverlap(t *testing.T) {
 	}
 }
 
-func TestNewActivitiesSeparateDirs(t *testing.T) {
+func TestNewPluginSeparateDirs(t *testing.T) {
 	base := t.TempDir()
 	t.Chdir(base)
 	// Side by side, including a name that merely starts like the other.
 	for _, pair := range [][2]string{{".tollgate", "workspace"}, {"ws-data", "ws"}, {filepath.Join(base, "d"), filepath.Join(base, "w")}} {
-		_, err := NewActivities(Config{DataDir: pair[0], Workspace: pair[1]})
+		_, err := NewPlugin(Options{DataDir: pair[0], Workspace: pair[1]})
 		require.NoError(t, err, "data %s, workspace %s", pair[0], pair[1])
 	}
 	// The defaults, as the worker passes them.
-	_, err := NewActivities(Config{DataDir: ".tollgate"})
+	_, err := NewPlugin(Options{DataDir: ".tollgate"})
 	require.NoError(t, err)
 	require.DirExists(t, filepath.Join(base, "workspace"))
+}
+
+func TestNewPluginChoosesBuiltinsAndRefusesUnknownOnes(t *testing.T) {
+	base := t.TempDir()
+	dirs := func(o Options) Options {
+		o.DataDir, o.Workspace = filepath.Join(base, "data"), filepath.Join(base, "ws")
+		return o
+	}
+	p, err := NewPlugin(dirs(Options{Builtins: []string{"read_file", "list_dir"}}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"list_dir", "read_file"}, p.acts.Tools.Names())
+
+	p, err = NewPlugin(dirs(Options{NoBuiltins: true}))
+	require.NoError(t, err)
+	require.Empty(t, p.acts.Tools.Names())
+
+	_, err = NewPlugin(dirs(Options{Builtins: []string{"read_file", "rm_rf"}}))
+	require.ErrorContains(t, err, `no built-in tool "rm_rf"; the built-ins are`)
 }

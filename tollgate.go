@@ -1,0 +1,158 @@
+// Package tollgate runs LLM agent turns as Temporal workflows in your own
+// worker. One value, the Plugin, enables it: on a client it configures the
+// payload storage that keeps large tool outputs and conversations out of
+// history, and on every worker made from that client (or given the plugin
+// directly) it registers the AgentTurn workflow and its activities with
+// your tools and model providers. Client starts, answers and reads turns
+// from Go.
+//
+//	p, err := tollgate.NewPlugin(tollgate.Options{Tools: []tool.Tool{refund}})
+//	c, err := client.Dial(client.Options{Plugins: []client.Plugin{p}})
+//	w := worker.New(c, tollgate.DefaultTaskQueue, worker.Options{})
+//
+// The wire contract (workflow, Update, Signal and Query names, payloads)
+// lives in package workflows; outcomes and cards in package results; the
+// tool SDK in package activities/tool.
+package tollgate
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tollgate-dev/tollgate/activities"
+	"github.com/tollgate-dev/tollgate/activities/connections"
+	"github.com/tollgate-dev/tollgate/activities/model"
+	"github.com/tollgate-dev/tollgate/activities/model/providers"
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+// DefaultTaskQueue is the task queue turns run on unless you choose one.
+const DefaultTaskQueue = workflows.DefaultTaskQueue
+
+// PluginName is the plugin's name as the SDK reports it.
+const PluginName = "tollgate"
+
+// Options configure Tollgate for a worker, its clients and its replayers.
+// The zero value is a worker with every built-in tool, the built-in model
+// providers configured from nothing (set Models, or use
+// providers.LoadConfigFromEnv), data in ".tollgate" and the workspace in
+// "workspace".
+type Options struct {
+	// DataDir holds stored payloads, transcripts, large tool outputs and
+	// connection tokens; it must not overlap the workspace. Clients and
+	// replayers that read a worker's turns need the same directory.
+	DataDir string
+	// Workspace confines the file and shell tools.
+	Workspace string
+
+	// Tools are your own tools, registered beside the built-ins.
+	Tools []tool.Tool
+	// Builtins names the built-in tools to offer; nil offers all of them.
+	Builtins []string
+	// NoBuiltins offers none of the built-in tools.
+	NoBuiltins bool
+
+	// Models configures the built-in providers (openai:, ollama:,
+	// anthropic:, scripted:).
+	Models providers.Config
+	// Providers are model providers of your own, by the prefix of their
+	// model strings: Providers["acme"] answers "acme:model-7".
+	Providers map[string]model.Provider
+
+	// Connections stores users' account tokens; nil keeps them in a file
+	// store in DataDir.
+	Connections connections.Store
+	// HTTPClient is what http_fetch and list_issues use; nil is a default.
+	HTTPClient *http.Client
+	// FetchAllow opens internal destinations to http_fetch: hosts,
+	// host:port pairs, IPs or CIDRs.
+	FetchAllow []string
+	// ShellEnv names environment variables the shell tool passes on.
+	ShellEnv []string
+}
+
+func (o Options) withDefaults() Options {
+	if o.DataDir == "" {
+		o.DataDir = clientconfig.DefaultDataDir
+	}
+	if o.Workspace == "" {
+		o.Workspace = "workspace"
+	}
+	return o
+}
+
+// Plugin is both a client plugin and a worker plugin. On a client it sets
+// the external payload storage; on a worker it registers the workflow and
+// the activities; on a workflow replayer it does both (workflow only).
+type Plugin struct {
+	*temporal.SimplePlugin
+	acts    *activities.Activities
+	storage converter.ExternalStorage
+}
+
+var (
+	_ client.Plugin = (*Plugin)(nil)
+	_ worker.Plugin = (*Plugin)(nil)
+)
+
+// registry is what the plugin registers on: a worker's or a replayer's.
+type registry interface {
+	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
+	RegisterActivityWithOptions(any, activity.RegisterOptions)
+}
+
+// NewPlugin builds the activities and opens the stores in the data
+// directory. Its errors say which option is wrong.
+func NewPlugin(opts Options) (*Plugin, error) {
+	opts = opts.withDefaults()
+	acts, err := newActivities(opts)
+	if err != nil {
+		return nil, err
+	}
+	storage, err := clientconfig.ExternalStorage(opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plugin{acts: acts, storage: storage}
+	p.SimplePlugin, err = temporal.NewSimplePlugin(temporal.SimplePluginOptions{
+		Name: PluginName,
+		ConfigureClient: func(_ context.Context, o client.PluginConfigureClientOptions) error {
+			o.ClientOptions.ExternalStorage = p.storage
+			return nil
+		},
+		ConfigureWorkflowReplayer: func(_ context.Context, o worker.PluginConfigureWorkflowReplayerOptions) error {
+			o.WorkflowReplayerOptions.ExternalStorage = p.storage
+			return nil
+		},
+		RunContextBefore: func(_ context.Context, o temporal.SimplePluginRunContextBeforeOptions) error {
+			if o.WorkflowReplayer {
+				register(o.Registry, nil)
+			} else {
+				register(o.Registry, p.acts)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tollgate: build the plugin: %w", err)
+	}
+	return p, nil
+}
+
+// ExternalStorage is the payload storage the plugin sets on clients and
+// replayers, for code that builds their options by hand.
+func (p *Plugin) ExternalStorage() converter.ExternalStorage { return p.storage }
+
+// Workspace is the workspace directory the file and shell tools are
+// confined to, absolute and free of symbolic links.
+func (p *Plugin) Workspace() string { return p.acts.Workspace }
