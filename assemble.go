@@ -96,7 +96,7 @@ func selectBuiltins(all []tool.Tool, names []string) ([]tool.Tool, error) {
 
 // register registers the AgentTurn workflow and, unless acts is nil (a
 // replayer), the activities under their contract names.
-func register(r registry, acts *activities.Activities) {
+func register(r Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	if acts == nil {
 		return

@@ -42,6 +42,9 @@ const DefaultTaskQueue = workflows.DefaultTaskQueue
 // PluginName is the plugin's name as the SDK reports it.
 const PluginName = "tollgate"
 
+// Provider is a model provider: see activities/model.
+type Provider = model.Provider
+
 // Options configure Tollgate for a worker, its clients and its replayers.
 // The zero value is a worker with every built-in tool, the built-in model
 // providers configured from nothing (set Models, or use
@@ -67,7 +70,7 @@ type Options struct {
 	Models providers.Config
 	// Providers are model providers of your own, by the prefix of their
 	// model strings: Providers["acme"] answers "acme:model-7".
-	Providers map[string]model.Provider
+	Providers map[string]Provider
 
 	// Connections stores users' account tokens; nil keeps them in a file
 	// store in DataDir.
@@ -105,8 +108,9 @@ var (
 	_ worker.Plugin = (*Plugin)(nil)
 )
 
-// registry is what the plugin registers on: a worker's or a replayer's.
-type registry interface {
+// Registry is what the plugin registers on: a worker's, a replayer's, or
+// the SDK's test environment.
+type Registry interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }
@@ -156,3 +160,7 @@ func (p *Plugin) ExternalStorage() converter.ExternalStorage { return p.storage 
 // Workspace is the workspace directory the file and shell tools are
 // confined to, absolute and free of symbolic links.
 func (p *Plugin) Workspace() string { return p.acts.Workspace }
+
+// Register registers AgentTurn and its activities on r directly, for
+// registries a plugin cannot reach: the SDK's testsuite environment.
+func (p *Plugin) Register(r Registry) { register(r, p.acts) }

@@ -1,0 +1,122 @@
+package tollgate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+// Client starts, answers and reads turns in the contract's terms, over a
+// Temporal client that has the Plugin (or the same external storage).
+type Client struct {
+	Temporal client.Client
+	// TaskQueue is where Start starts turns; empty means DefaultTaskQueue.
+	TaskQueue string
+}
+
+// RejectedError is a response the turn refused: the validator's sentence
+// (an unknown call, a wait that is over, an answer that does not fit) or a
+// turn that has ended. Nothing changed; sending it again will not help.
+type RejectedError struct{ Reason string }
+
+func (e *RejectedError) Error() string { return "rejected: " + e.Reason }
+
+// Start starts a turn with the given workflow id (empty lets Temporal
+// choose) and returns its run.
+func (c Client) Start(ctx context.Context, id string, in workflows.Input) (client.WorkflowRun, error) {
+	tq := c.TaskQueue
+	if tq == "" {
+		tq = DefaultTaskQueue
+	}
+	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq}, workflows.WorkflowName, in)
+	if err != nil {
+		return nil, fmt.Errorf("start turn %s: %w", id, err)
+	}
+	return run, nil
+}
+
+// State runs the state Query on the turn's latest run.
+func (c Client) State(ctx context.Context, turnID string) (workflows.State, error) {
+	v, err := c.Temporal.QueryWorkflow(ctx, turnID, "", workflows.StateQuery)
+	if err != nil {
+		return workflows.State{}, fmt.Errorf("query the state of turn %s: %w", turnID, err)
+	}
+	var s workflows.State
+	if err := v.Get(&s); err != nil {
+		return workflows.State{}, fmt.Errorf("decode the state of turn %s: %w", turnID, err)
+	}
+	return s, nil
+}
+
+// Respond sends the respond Update and returns the call's new card. The
+// Update id is derived from the response, so sending the same response
+// again (after a timeout while no worker ran, say) attaches to the first
+// instead of applying twice. A refusal is a *RejectedError.
+func (c Client) Respond(ctx context.Context, turnID string, r workflows.Response) (results.Card, error) {
+	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		UpdateID:     ResponseID(r),
+		WorkflowID:   turnID,
+		UpdateName:   workflows.RespondName,
+		Args:         []any{r},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var card results.Card
+	if err == nil {
+		err = h.Get(ctx, &card)
+	}
+	if err != nil {
+		return results.Card{}, classifyUpdate(err, turnID)
+	}
+	return card, nil
+}
+
+// Signal sends the respond Signal, for callers that must not wait for a
+// worker. Nothing validates it on the way in; a bad one is counted in the
+// state's invalid_signals.
+func (c Client) Signal(ctx context.Context, turnID string, r workflows.Response) error {
+	if err := c.Temporal.SignalWorkflow(ctx, turnID, "", workflows.RespondName, r); err != nil {
+		return fmt.Errorf("signal turn %s: %w", turnID, err)
+	}
+	return nil
+}
+
+// Result waits for the turn to end and returns what it returned.
+func (c Client) Result(ctx context.Context, turnID string) (workflows.Result, error) {
+	var res workflows.Result
+	if err := c.Temporal.GetWorkflow(ctx, turnID, "").Get(ctx, &res); err != nil {
+		return res, fmt.Errorf("wait for turn %s: %w", turnID, err)
+	}
+	return res, nil
+}
+
+// ResponseID names a response by its content: the Update id Respond uses.
+func ResponseID(r workflows.Response) string {
+	b, _ := json.Marshal(r)
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("respond-%s-%s-%s", r.CallID, r.Decision, hex.EncodeToString(sum[:6]))
+}
+
+// classifyUpdate turns the validator's refusal and an ended turn into a
+// *RejectedError and wraps anything else.
+func classifyUpdate(err error, turnID string) error {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return &RejectedError{Reason: app.Message()}
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) && strings.Contains(nf.Error(), "already completed") {
+		return &RejectedError{Reason: fmt.Sprintf("the turn %s has ended; it takes no more responses", turnID)}
+	}
+	return fmt.Errorf("respond to turn %s: %w", turnID, err)
+}
