@@ -20,8 +20,8 @@ const (
 	StateRefused           State = "refused"
 )
 
-// States lists every card state in a stable order.
-var States = []State{StatePendingApproval, StateWaitingAnswer, StateWaitingConnection, StateRunning, StateSucceeded, StateFailed, StateRefused}
+// states lists every card state in a stable order.
+var states = []State{StatePendingApproval, StateWaitingAnswer, StateWaitingConnection, StateRunning, StateSucceeded, StateFailed, StateRefused}
 
 // Final reports whether a call in state s will not change again.
 func (s State) Final() bool {

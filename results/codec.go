@@ -9,8 +9,8 @@ import (
 	"slices"
 )
 
-// ErrUnknownVersion is returned for input written by a newer format.
-var ErrUnknownVersion = errors.New("unknown format version")
+// errUnknownVersion is returned for input written by a newer format.
+var errUnknownVersion = errors.New("unknown format version")
 
 type outcomeFields Outcome
 
@@ -42,7 +42,7 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("encode outcome: %w", err)
 	}
-	return json.Marshal(outcomeWire{V: FormatVersion, outcomeFields: outcomeFields(o)})
+	return json.Marshal(outcomeWire{V: formatVersion, outcomeFields: outcomeFields(o)})
 }
 
 // UnmarshalJSON reads the versioned encoding and validates it: an unknown
@@ -54,7 +54,7 @@ func (o *Outcome) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("decode outcome: %w", err)
 	}
-	if h.Kind != "" && !slices.Contains(Kinds, h.Kind) {
+	if h.Kind != "" && !slices.Contains(kinds, h.Kind) {
 		return fmt.Errorf("decode outcome: unknown outcome kind %q", h.Kind)
 	}
 	var w outcomeWire
@@ -98,7 +98,7 @@ func (c Card) MarshalJSON() ([]byte, error) {
 			return nil, fmt.Errorf("encode card: card %s decision %d holds invalid JSON", c.CallID, i)
 		}
 	}
-	return json.Marshal(cardWire{V: FormatVersion, cardFields: cardFields(c)})
+	return json.Marshal(cardWire{V: formatVersion, cardFields: cardFields(c)})
 }
 
 // UnmarshalJSON reads and validates the versioned encoding of a card. Like
@@ -108,7 +108,7 @@ func (c *Card) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("decode card: %w", err)
 	}
-	if h.State != "" && !slices.Contains(States, h.State) {
+	if h.State != "" && !slices.Contains(states, h.State) {
 		return fmt.Errorf("decode card: unknown card state %q", h.State)
 	}
 	var w cardWire
@@ -128,8 +128,8 @@ func checkVersion(v int) error {
 	switch {
 	case v == 0:
 		return fmt.Errorf("missing format version \"v\"")
-	case v < 0 || v > FormatVersion:
-		return fmt.Errorf("%w %d (this build reads up to %d)", ErrUnknownVersion, v, FormatVersion)
+	case v < 0 || v > formatVersion:
+		return fmt.Errorf("%w %d (this build reads up to %d)", errUnknownVersion, v, formatVersion)
 	}
 	return nil
 }

@@ -71,8 +71,8 @@ func (m Message) Text() string {
 	return b.String()
 }
 
-// Media returns the message's media parts in order.
-func (m Message) Media() []Part {
+// media returns the message's media parts in order.
+func (m Message) media() []Part {
 	var out []Part
 	for _, p := range m.Parts {
 		if p.Type == PartMedia {
@@ -90,7 +90,7 @@ func SplitMedia(toolMessages []Message) ([]Message, *Message) {
 	out := make([]Message, len(toolMessages))
 	var media []Part
 	for i, m := range toolMessages {
-		parts := m.Media()
+		parts := m.media()
 		if len(parts) == 0 {
 			out[i] = m
 			continue

@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// FormatVersion is written into every encoded Outcome and Card. Decoders
+// formatVersion is written into every encoded Outcome and Card. Decoders
 // accept this version and older ones they know how to read.
-const FormatVersion = 1
+const formatVersion = 1
 
 // Kind discriminates the closed set of tool outcomes.
 type Kind string
@@ -21,8 +21,8 @@ const (
 	KindTransfer           Kind = "transfer"
 )
 
-// Kinds lists every outcome kind in a stable order.
-var Kinds = []Kind{KindSuccess, KindToolError, KindInternalError, KindInterrupt, KindConnectionRequired, KindTransfer}
+// kinds lists every outcome kind in a stable order.
+var kinds = []Kind{KindSuccess, KindToolError, KindInternalError, KindInterrupt, KindConnectionRequired, KindTransfer}
 
 // Outcome is what one run of a tool produced. Exactly one of the body
 // pointers is set, the one that matches Kind; use the constructors rather

@@ -58,20 +58,6 @@ func Render(c Card) (Message, error) {
 	return m, nil
 }
 
-// RenderAll renders the final cards of one step in the given (model call)
-// order.
-func RenderAll(cards []Card) ([]Message, error) {
-	out := make([]Message, 0, len(cards))
-	for _, c := range cards {
-		m, err := Render(c)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
 func renderSuccess(c Card) []Part {
 	if c.Transfer != nil {
 		text := fmt.Sprintf("Transferred the conversation to %s.", c.Transfer.Target)

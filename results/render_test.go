@@ -152,31 +152,6 @@ func TestRenderInvalidCard(t *testing.T) {
 	require.Equal(t, results.Message{}, m)
 }
 
-func TestRenderAll(t *testing.T) {
-	cards := []results.Card{
-		{CallID: "b", Tool: "t2", State: results.StateRefused, Reason: "no"},
-		{CallID: "a", Tool: "t1", State: results.StateSucceeded},
-		{CallID: "c", Tool: "t3", State: results.StateFailed, Failure: &results.Failure{Reason: results.FailureToolError, Message: "x"}},
-	}
-	msgs, err := results.RenderAll(cards)
-	require.NoError(t, err)
-	require.Len(t, msgs, 3)
-	for i, m := range msgs {
-		require.Equal(t, cards[i].CallID, m.ToolCallID, "messages keep the model's call order")
-	}
-
-	empty, err := results.RenderAll(nil)
-	require.NoError(t, err)
-	require.Empty(t, empty)
-
-	// One call without an outcome means the step cannot be answered yet;
-	// a partial list would leave a dangling call.
-	cards = append(cards, results.Card{CallID: "d", Tool: "t4", State: results.StateRunning})
-	msgs, err = results.RenderAll(cards)
-	require.ErrorContains(t, err, "card d is running, not final")
-	require.Nil(t, msgs)
-}
-
 // TestInternalDetailNeverReachesTheModel is the proof the design asks for:
 // whatever else a card holds, the operator-only Detail of a failure and the
 // log-only Details of a success appear in no message the model is sent.
@@ -255,10 +230,7 @@ func TestInternalDetailNeverReachesTheModel(t *testing.T) {
 		require.NoError(t, err, c.CallID)
 		msgs = append(msgs, m)
 	}
-	all, err := results.RenderAll(cards)
-	require.NoError(t, err)
-	msgs = append(msgs, all...)
-	stripped, media := results.SplitMedia(all)
+	stripped, media := results.SplitMedia(msgs)
 	msgs = append(msgs, stripped...)
 	require.NotNil(t, media)
 	msgs = append(msgs, *media)
