@@ -63,9 +63,9 @@ func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
 		case i >= maxCalls:
 			c.card.Arguments = keepForPeople(args)
 			c.fail(results.FailureToolError, fmt.Sprintf("this reply made %d tool calls and a step runs at most %d (policy.max_calls_per_step), so this call did not run; make fewer calls at once", len(toolCalls), maxCalls), "", "")
-		case t.hardened() && len(args) > MaxArgumentBytes:
+		case t.hardened() && len(args) > maxArgumentBytes:
 			c.card.Arguments = keepForPeople(args)
-			c.fail(results.FailureToolError, fmt.Sprintf("the arguments are %d bytes and a call's arguments may be at most %d, so this call did not run", len(args), MaxArgumentBytes), "", "")
+			c.fail(results.FailureToolError, fmt.Sprintf("the arguments are %d bytes and a call's arguments may be at most %d, so this call did not run", len(args), maxArgumentBytes), "", "")
 		case !json.Valid(args):
 			// Keep what the model sent, as a JSON string, for people to see.
 			quoted, _ := json.Marshal(tc.Arguments)

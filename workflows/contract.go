@@ -20,6 +20,9 @@ const (
 	// new card) and the Signal (for systems that can only signal).
 	RespondName = "respond"
 	StateQuery  = "state"
+	// ErrTypeInvalidInput is the failure type of a turn started with input
+	// it cannot run.
+	ErrTypeInvalidInput = "InvalidTurnInput"
 )
 
 // Defaults for omitted input.
@@ -57,13 +60,13 @@ type Policy struct {
 	ResponseTimeout Duration          `json:"response_timeout,omitempty"`
 	OnTimeout       OnTimeout         `json:"on_timeout,omitempty"`
 	// MaxCallsPerStep bounds the tool calls one model reply may make
-	// (default DefaultMaxCallsPerStep); calls beyond it fail with a tool
-	// error instead of running.
+	// (default 64, at most 256); calls beyond it fail with a tool error
+	// instead of running.
 	MaxCallsPerStep int `json:"max_calls_per_step,omitempty"`
 	// MaxHistoryEvents and MaxHistoryBytes end the turn cleanly before its
-	// history reaches the server's limits (defaults DefaultMaxHistoryEvents
-	// and DefaultMaxHistoryBytes); lower them for a server configured with
-	// lower limits than Temporal's defaults.
+	// history reaches the server's limits (defaults 20,000 events and
+	// 20 MiB, at most 40,000 and 40 MiB); lower them for a server
+	// configured with lower limits than Temporal's defaults.
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	MaxHistoryBytes  int `json:"max_history_bytes,omitempty"`
 }

@@ -57,7 +57,7 @@ func TestThousandsOfCallsSharingAnIDEndTheTurn(t *testing.T) {
 
 	require.Equal(t, StatusCompleted, res.Status)
 	require.Len(t, res.Cards, 2000)
-	require.Len(t, h.log.all(), DefaultMaxCallsPerStep)
+	require.Len(t, h.log.all(), defaultMaxCallsPerStep)
 	seen := map[string]bool{}
 	for _, c := range res.Cards {
 		require.False(t, seen[c.CallID], "duplicate call id %s", c.CallID)
@@ -68,13 +68,13 @@ func TestThousandsOfCallsSharingAnIDEndTheTurn(t *testing.T) {
 }
 
 func TestOversizedArgumentsFailWithoutRunning(t *testing.T) {
-	big := strings.Repeat("x", MaxArgumentBytes)
+	big := strings.Repeat("x", maxArgumentBytes)
 	h := newHarness(t, calls("", tc("e1", "echo", `{"text":"`+big+`"}`)), results.AssistantText("done"))
 	res := h.run(t, Input{Prompt: "p", Tools: []string{"echo"}})
 
 	c := res.Cards[0]
 	require.Equal(t, results.StateFailed, c.State)
-	require.Contains(t, c.Failure.Message, fmt.Sprintf("a call's arguments may be at most %d", MaxArgumentBytes))
+	require.Contains(t, c.Failure.Message, fmt.Sprintf("a call's arguments may be at most %d", maxArgumentBytes))
 	require.Empty(t, h.log.all())
 	require.Less(t, len(c.Arguments), 5<<10, "the card keeps a bounded excerpt, not the whole payload")
 }
@@ -105,9 +105,9 @@ func TestOversizedResponseFieldsAreRejected(t *testing.T) {
 		r    Response
 		want string
 	}{
-		{"reason", Response{CallID: "w1", Decision: results.DecisionDeny, Reason: huge}, fmt.Sprintf("reason is %d bytes; it may be at most %d", len(huge), MaxReasonBytes)},
-		{"by", Response{CallID: "w1", Decision: results.DecisionDeny, By: strings.Repeat("b", MaxByBytes+1)}, "by is 257 bytes"},
-		{"arguments", Response{CallID: "w1", Decision: results.DecisionApprove, Arguments: json.RawMessage(`{"path":"a","content":"` + strings.Repeat("c", MaxArgumentBytes) + `"}`)}, "arguments is"},
+		{"reason", Response{CallID: "w1", Decision: results.DecisionDeny, Reason: huge}, fmt.Sprintf("reason is %d bytes; it may be at most %d", len(huge), maxReasonBytes)},
+		{"by", Response{CallID: "w1", Decision: results.DecisionDeny, By: strings.Repeat("b", maxByBytes+1)}, "by is 257 bytes"},
+		{"arguments", Response{CallID: "w1", Decision: results.DecisionApprove, Arguments: json.RawMessage(`{"path":"a","content":"` + strings.Repeat("c", maxArgumentBytes) + `"}`)}, "arguments is"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,7 +126,7 @@ func TestOversizedResponseFieldsAreRejected(t *testing.T) {
 var writeCall = tc("w1", "write", `{"path":"a","content":"b"}`)
 
 func TestAPersonsLongReasonIsTruncatedForTheModel(t *testing.T) {
-	reason := strings.Repeat("because ", MaxReasonBytes/8)
+	reason := strings.Repeat("because ", maxReasonBytes/8)
 	h := newHarness(t, calls("", writeCall), results.AssistantText("ok"))
 	h.respond(time.Minute, Response{CallID: "w1", Decision: results.DecisionDeny, Reason: reason}, nil)
 	res := h.run(t, Input{Prompt: "p", Tools: []string{"write"}})
@@ -187,7 +187,7 @@ func TestUndecodableSignalsAreCounted(t *testing.T) {
 }
 
 func TestPolicyLimitsAreValidated(t *testing.T) {
-	for _, p := range []Policy{{MaxCallsPerStep: -1}, {MaxCallsPerStep: MaxCallsPerStepCeiling + 1}, {MaxHistoryEvents: maxHistoryEventsCeiling + 1}, {MaxHistoryBytes: -5}} {
+	for _, p := range []Policy{{MaxCallsPerStep: -1}, {MaxCallsPerStep: maxCallsPerStepCeiling + 1}, {MaxHistoryEvents: maxHistoryEventsCeiling + 1}, {MaxHistoryBytes: -5}} {
 		err := validateInput(Input{Prompt: "p", Model: "m", Policy: p})
 		require.Error(t, err, "%+v", p)
 	}

@@ -10,13 +10,13 @@ import (
 // trusted: a prompt-injected reply with thousands of calls would otherwise
 // exceed the server's pending-activity limit and freeze the turn.
 const (
-	DefaultMaxCallsPerStep = 64
-	// MaxCallsPerStepCeiling keeps policy.max_calls_per_step well under the
+	defaultMaxCallsPerStep = 64
+	// maxCallsPerStepCeiling keeps policy.max_calls_per_step well under the
 	// server's default of 2,000 pending activities per workflow.
-	MaxCallsPerStepCeiling = 256
-	// MaxArgumentBytes bounds one call's arguments, as the model sent them
+	maxCallsPerStepCeiling = 256
+	// maxArgumentBytes bounds one call's arguments, as the model sent them
 	// or as a person edited them.
-	MaxArgumentBytes = 256 << 10
+	maxArgumentBytes = 256 << 10
 	// maxCallIDBytes bounds a model's call id; a longer one is replaced by
 	// a generated id, since people type it and it names an activity.
 	maxCallIDBytes = 128
@@ -25,9 +25,9 @@ const (
 // Bounds on what a person (or anything that can send a Signal) may put in
 // a response. Reasons and answers reach the model and the history.
 const (
-	MaxReasonBytes = 4 << 10
-	MaxByBytes     = 256
-	MaxAnswerBytes = 64 << 10
+	maxReasonBytes = 4 << 10
+	maxByBytes     = 256
+	maxAnswerBytes = 64 << 10
 )
 
 // Temporal terminates a workflow whose history passes 51,200 events or
@@ -35,8 +35,8 @@ const (
 // every call is answered and the result says why, even when a flood of
 // Signals is what grew it.
 const (
-	DefaultMaxHistoryEvents = 20_000
-	DefaultMaxHistoryBytes  = 20 << 20
+	defaultMaxHistoryEvents = 20_000
+	defaultMaxHistoryBytes  = 20 << 20
 	maxHistoryEventsCeiling = 40_000
 	maxHistoryBytesCeiling  = 40 << 20
 )
@@ -45,11 +45,11 @@ func (p Policy) maxCallsPerStep() int {
 	if p.MaxCallsPerStep > 0 {
 		return p.MaxCallsPerStep
 	}
-	return DefaultMaxCallsPerStep
+	return defaultMaxCallsPerStep
 }
 
 func (p Policy) historyLimits() (events, bytes int) {
-	events, bytes = DefaultMaxHistoryEvents, DefaultMaxHistoryBytes
+	events, bytes = defaultMaxHistoryEvents, defaultMaxHistoryBytes
 	if p.MaxHistoryEvents > 0 {
 		events = p.MaxHistoryEvents
 	}
@@ -60,14 +60,14 @@ func (p Policy) historyLimits() (events, bytes int) {
 }
 
 func validateLimits(p Policy) error {
-	if p.MaxCallsPerStep < 0 || p.MaxCallsPerStep > MaxCallsPerStepCeiling {
-		return fmt.Errorf("policy.max_calls_per_step is %d; it must be between 1 and %d (or omitted for %d)", p.MaxCallsPerStep, MaxCallsPerStepCeiling, DefaultMaxCallsPerStep)
+	if p.MaxCallsPerStep < 0 || p.MaxCallsPerStep > maxCallsPerStepCeiling {
+		return fmt.Errorf("policy.max_calls_per_step is %d; it must be between 1 and %d (or omitted for %d)", p.MaxCallsPerStep, maxCallsPerStepCeiling, defaultMaxCallsPerStep)
 	}
 	if p.MaxHistoryEvents < 0 || p.MaxHistoryEvents > maxHistoryEventsCeiling {
-		return fmt.Errorf("policy.max_history_events is %d; it must be between 1 and %d (or omitted for %d)", p.MaxHistoryEvents, maxHistoryEventsCeiling, DefaultMaxHistoryEvents)
+		return fmt.Errorf("policy.max_history_events is %d; it must be between 1 and %d (or omitted for %d)", p.MaxHistoryEvents, maxHistoryEventsCeiling, defaultMaxHistoryEvents)
 	}
 	if p.MaxHistoryBytes < 0 || p.MaxHistoryBytes > maxHistoryBytesCeiling {
-		return fmt.Errorf("policy.max_history_bytes is %d; it must be between 1 and %d (or omitted for %d)", p.MaxHistoryBytes, maxHistoryBytesCeiling, DefaultMaxHistoryBytes)
+		return fmt.Errorf("policy.max_history_bytes is %d; it must be between 1 and %d (or omitted for %d)", p.MaxHistoryBytes, maxHistoryBytesCeiling, defaultMaxHistoryBytes)
 	}
 	return nil
 }
@@ -80,10 +80,10 @@ func checkResponseSize(r Response) error {
 		size int
 		max  int
 	}{
-		{"by", len(r.By), MaxByBytes},
-		{"reason", len(r.Reason), MaxReasonBytes},
-		{"answer", len(r.Answer), MaxAnswerBytes},
-		{"arguments", len(r.Arguments), MaxArgumentBytes},
+		{"by", len(r.By), maxByBytes},
+		{"reason", len(r.Reason), maxReasonBytes},
+		{"answer", len(r.Answer), maxAnswerBytes},
+		{"arguments", len(r.Arguments), maxArgumentBytes},
 	} {
 		if f.size > f.max {
 			return fmt.Errorf("%s is %d bytes; it may be at most %d", f.name, f.size, f.max)

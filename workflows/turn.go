@@ -15,10 +15,6 @@ import (
 	"github.com/tollgate-dev/tollgate/results"
 )
 
-// ErrTypeInvalidInput is the failure type of a turn started with input it
-// cannot run.
-const ErrTypeInvalidInput = "InvalidTurnInput"
-
 // AgentTurn runs one agent turn: model, tools, people, until a final
 // answer, a transfer, max_steps or cancellation.
 func AgentTurn(ctx workflow.Context, in Input) (Result, error) {

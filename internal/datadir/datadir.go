@@ -10,13 +10,13 @@ import "path/filepath"
 // Default is the data directory when TOLLGATE_DATA is unset.
 const Default = ".tollgate"
 
-// Env is the environment variable that names the data directory.
-const Env = "TOLLGATE_DATA"
+// envVar is the environment variable that names the data directory.
+const envVar = "TOLLGATE_DATA"
 
 // FromEnv returns the directory TOLLGATE_DATA names, or Default. getenv is
 // os.Getenv, or a stand-in in tests.
 func FromEnv(getenv func(string) string) string {
-	if d := getenv(Env); d != "" {
+	if d := getenv(envVar); d != "" {
 		return d
 	}
 	return Default

@@ -11,7 +11,7 @@ func TestFromEnv(t *testing.T) {
 	if got := FromEnv(getenv); got != Default {
 		t.Errorf("unset: got %q, want %q", got, Default)
 	}
-	env[Env] = "/srv/tollgate"
+	env[envVar] = "/srv/tollgate"
 	if got := FromEnv(getenv); got != "/srv/tollgate" {
 		t.Errorf("set: got %q, want /srv/tollgate", got)
 	}
