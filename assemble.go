@@ -17,8 +17,8 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/activities/transcript"
-	"github.com/tollgate-dev/tollgate/internal/clientconfig"
-	"github.com/tollgate-dev/tollgate/internal/payloadstore"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -33,7 +33,7 @@ func newActivities(cfg Options) (*activities.Activities, error) {
 	}
 	conns := cfg.Connections
 	if conns == nil {
-		if conns, err = connections.NewFileStore(filepath.Join(cfg.DataDir, "connections")); err != nil {
+		if conns, err = connections.NewFileStore(datadir.Connections(cfg.DataDir)); err != nil {
 			return nil, fmt.Errorf("open connections store: %w", err)
 		}
 	}
@@ -55,11 +55,11 @@ func newActivities(cfg Options) (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
-	transcripts, err := transcript.NewStore(filepath.Join(cfg.DataDir, "transcripts"))
+	transcripts, err := transcript.NewStore(datadir.Transcripts(cfg.DataDir))
 	if err != nil {
 		return nil, err
 	}
-	outputs, err := payloadstore.New(clientconfig.PayloadDir(cfg.DataDir))
+	outputs, err := payloadstore.New(datadir.Payloads(cfg.DataDir))
 	if err != nil {
 		return nil, err
 	}

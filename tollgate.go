@@ -32,7 +32,8 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/model"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/activities/tool"
-	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -86,7 +87,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.DataDir == "" {
-		o.DataDir = clientconfig.DefaultDataDir
+		o.DataDir = datadir.Default
 	}
 	if o.Workspace == "" {
 		o.Workspace = "workspace"
@@ -123,9 +124,9 @@ func NewPlugin(opts Options) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	storage, err := clientconfig.ExternalStorage(opts.DataDir)
+	storage, err := payloadstore.ExternalStorage(datadir.Payloads(opts.DataDir))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tollgate: open the payload store in %s: %w", opts.DataDir, err)
 	}
 	p := &Plugin{acts: acts, storage: storage}
 	p.SimplePlugin, err = temporal.NewSimplePlugin(temporal.SimplePluginOptions{

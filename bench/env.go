@@ -30,7 +30,8 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/transcript"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
-	"github.com/tollgate-dev/tollgate/internal/payloadstore"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -102,7 +103,7 @@ func Start(opts Options) (*Env, error) {
 		e.Close()
 		return nil, err
 	}
-	if e.Payloads, err = payloadstore.New(clientconfig.PayloadDir(e.DataDir)); err != nil {
+	if e.Payloads, err = payloadstore.New(datadir.Payloads(e.DataDir)); err != nil {
 		e.Close()
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/activities/connections"
-	"github.com/tollgate-dev/tollgate/internal/datadir"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
 )
 
 // cmdConnect stores a user's credential for a provider in the connection

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/internal/datadir"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 

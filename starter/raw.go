@@ -7,9 +7,9 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/tollgate-dev/tollgate/internal/datadir"
-	"github.com/tollgate-dev/tollgate/internal/payloadstore"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 )
 
 // cmdRaw prints a call's whole output: the card carries it inline when

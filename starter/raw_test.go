@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-dev/tollgate/internal/datadir"
-	"github.com/tollgate-dev/tollgate/internal/payloadstore"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 

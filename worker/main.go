@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -52,7 +53,7 @@ func main() {
 	flag.StringVar(&f.profile, "profile", "", "temporal.toml profile (default TEMPORAL_PROFILE or default)")
 	flag.StringVar(&f.taskQueue, "task-queue", envOr("TOLLGATE_TASK_QUEUE", workflows.DefaultTaskQueue), "task queue (TOLLGATE_TASK_QUEUE)")
 	flag.StringVar(&f.workspace, "workspace", envOr("TOLLGATE_WORKSPACE", "workspace"), "directory the file and shell tools are confined to (TOLLGATE_WORKSPACE)")
-	flag.StringVar(&f.dataDir, "data", clientconfig.DataDir(), "data directory: stored payloads, transcripts, connections, the dev database (TOLLGATE_DATA)")
+	flag.StringVar(&f.dataDir, "data", datadir.FromEnv(os.Getenv), "data directory: stored payloads, transcripts, connections, the dev database (TOLLGATE_DATA)")
 	flag.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
 	flag.Parse()

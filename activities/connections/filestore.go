@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/internal/atomicfile"
+	"github.com/tollgate-dev/tollgate/storage/atomicfile"
 )
 
 const (

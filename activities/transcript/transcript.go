@@ -19,8 +19,8 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/atomicfile"
 )
 
 // ErrMissing is returned when a chunk of the chain is not in the store,

@@ -16,22 +16,10 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
 
-	"github.com/tollgate-dev/tollgate/internal/datadir"
-	"github.com/tollgate-dev/tollgate/internal/payloadstore"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 )
-
-// DefaultDataDir, DataDir and PayloadDir forward to package datadir, which
-// owns the data directory's layout; they stay for callers not yet switched
-// to it.
-const DefaultDataDir = datadir.Default
-
-// DataDir returns TOLLGATE_DATA or the default.
-func DataDir() string { return datadir.FromEnv(os.Getenv) }
-
-// PayloadDir is datadir.Payloads.
-func PayloadDir(dataDir string) string { return datadir.Payloads(dataDir) }
 
 // Options select the profile and override what flags set.
 type Options struct {
@@ -77,23 +65,13 @@ func ClientOptions(o Options) (client.Options, error) {
 // ExternalStorage is the payload storage configuration for dataDir.
 func ExternalStorage(dataDir string) (converter.ExternalStorage, error) {
 	if dataDir == "" {
-		dataDir = DataDir()
+		dataDir = datadir.FromEnv(os.Getenv)
 	}
 	ext, err := payloadstore.ExternalStorage(datadir.Payloads(dataDir))
 	if err != nil {
 		return converter.ExternalStorage{}, fmt.Errorf("open payload store in %s: %w", dataDir, err)
 	}
 	return ext, nil
-}
-
-// ReplayerOptions configures a workflow replayer to read payloads the way
-// the worker wrote them.
-func ReplayerOptions(dataDir string) (worker.WorkflowReplayerOptions, error) {
-	ext, err := ExternalStorage(dataDir)
-	if err != nil {
-		return worker.WorkflowReplayerOptions{}, err
-	}
-	return worker.WorkflowReplayerOptions{ExternalStorage: ext}, nil
 }
 
 // Dial connects a client.

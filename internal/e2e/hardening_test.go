@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/tollgate-dev/tollgate/activities/tool"
-	"github.com/tollgate-dev/tollgate/internal/clientconfig"
-	"github.com/tollgate-dev/tollgate/internal/payloadstore"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -192,7 +192,7 @@ func TestLargeRawOutputIsKeptAndRetrievable(t *testing.T) {
 	require.True(t, c.Output.Truncated)
 	require.Empty(t, c.Output.Raw)
 	require.True(t, strings.HasPrefix(c.Output.RawRef, "sha256:"), c.Output.RawRef)
-	store, err := payloadstore.New(clientconfig.PayloadDir(e.data))
+	store, err := payloadstore.New(datadir.Payloads(e.data))
 	require.NoError(t, err)
 	got, err := store.GetRaw(c.Output.RawRef)
 	require.NoError(t, err)

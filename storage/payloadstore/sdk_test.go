@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tollgate-dev/tollgate/internal/payloadstore"
+	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 )
 
 // The workflow test suite does not apply ExternalStorage, so this drives

@@ -26,7 +26,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -119,10 +120,15 @@ func History(h *historypb.History, opts Options) error {
 		// The SDK would say "unable to find workflow type"; say what to do.
 		return fmt.Errorf("the history is of workflow type %q, not %s; only %s histories replay here", t, workflows.WorkflowName, workflows.WorkflowName)
 	}
-	ro, err := clientconfig.ReplayerOptions(opts.DataDir)
-	if err != nil {
-		return err
+	dataDir := opts.DataDir
+	if dataDir == "" {
+		dataDir = datadir.FromEnv(os.Getenv)
 	}
+	storage, err := payloadstore.ExternalStorage(datadir.Payloads(dataDir))
+	if err != nil {
+		return fmt.Errorf("open the payload store in %s: %w", dataDir, err)
+	}
+	ro := worker.WorkflowReplayerOptions{ExternalStorage: storage}
 	// A replayer per history: a failure in one cannot leave state behind
 	// that colours the next.
 	r, err := worker.NewWorkflowReplayerWithOptions(ro)

@@ -25,7 +25,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tollgate-dev/tollgate/internal/atomicfile"
+	"github.com/tollgate-dev/tollgate/storage/atomicfile"
 )
 
 // Threshold is the serialized payload size at and above which a payload is
