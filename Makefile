@@ -17,9 +17,11 @@ $(WORKSPACE)/notes.txt:
 	mkdir -p $(WORKSPACE)
 	cp examples/notes.txt $@
 
-## test: formatting, vet, workflowcheck, then every test
+## test: formatting, vet, workflowcheck, then every test; then the
+## examples/refunds module, which proves the public API from outside
 test: lint
 	$(GO) test -timeout 30m ./...
+	cd examples/refunds && $(GO) vet ./... && $(GO) test ./...
 
 ## lint: gofmt, go vet and workflowcheck on the workflows
 lint:
