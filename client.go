@@ -76,7 +76,10 @@ func (c Client) Respond(ctx context.Context, turnID string, r workflows.Response
 		err = h.Get(ctx, &card)
 	}
 	if err != nil {
-		return results.Card{}, classifyUpdate(err, turnID)
+		if rej, ok := AsRejection(err, turnID); ok {
+			return results.Card{}, rej
+		}
+		return results.Card{}, fmt.Errorf("respond to turn %s: %w", turnID, err)
 	}
 	return card, nil
 }
@@ -107,16 +110,17 @@ func ResponseID(r workflows.Response) string {
 	return fmt.Sprintf("respond-%s-%s-%s", r.CallID, r.Decision, hex.EncodeToString(sum[:6]))
 }
 
-// classifyUpdate turns the validator's refusal and an ended turn into a
-// *RejectedError and wraps anything else.
-func classifyUpdate(err error, turnID string) error {
+// AsRejection reports whether a respond Update's error is a refusal: the
+// validator's (or handler's) sentence, or a turn that has ended. Anything
+// else (no worker, no server) may succeed when sent again.
+func AsRejection(err error, turnID string) (*RejectedError, bool) {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return &RejectedError{Reason: app.Message()}
+		return &RejectedError{Reason: app.Message()}, true
 	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) && strings.Contains(nf.Error(), "already completed") {
-		return &RejectedError{Reason: fmt.Sprintf("the turn %s has ended; it takes no more responses", turnID)}
+		return &RejectedError{Reason: fmt.Sprintf("the turn %s has ended; it takes no more responses", turnID)}, true
 	}
-	return fmt.Errorf("respond to turn %s: %w", turnID, err)
+	return nil, false
 }

@@ -3,6 +3,7 @@ package tollgate_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,13 @@ func TestPluginAndClientOnARealServer(t *testing.T) {
 
 	_, err = tg.Respond(ctx, "greet-1", workflows.Response{CallID: "g1", Decision: results.DecisionApprove, By: "late"})
 	require.True(t, errors.As(err, &rejected), "%v", err)
+}
+
+func TestResponseIDNamesTheResponse(t *testing.T) {
+	a := workflows.Response{CallID: "c1", Decision: results.DecisionApprove, By: "ada"}
+	require.Equal(t, tollgate.ResponseID(a), tollgate.ResponseID(a), "a resent response reuses its id")
+	require.True(t, strings.HasPrefix(tollgate.ResponseID(a), "respond-c1-approve-"))
+	b := a
+	b.By = "bob"
+	require.NotEqual(t, tollgate.ResponseID(a), tollgate.ResponseID(b))
 }

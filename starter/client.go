@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/results"
@@ -111,7 +109,7 @@ func (t *temporalTurns) Respond(ctx context.Context, id, runID string, r workflo
 	uctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
 	h, err := t.c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
-		UpdateID:     updateID(r),
+		UpdateID:     tollgate.ResponseID(r),
 		WorkflowID:   id,
 		RunID:        runID,
 		UpdateName:   workflows.RespondName,
@@ -128,26 +126,12 @@ func (t *temporalTurns) Respond(ctx context.Context, id, runID string, r workflo
 	return card, nil
 }
 
-// updateID names a response by its content. Sending the same response
-// again (after a timeout while no worker ran, say) attaches to the first
-// Update instead of racing it: the server keeps one Update per id.
-func updateID(r workflows.Response) string {
-	b, _ := json.Marshal(r)
-	sum := sha256.Sum256(b)
-	return fmt.Sprintf("respond-%s-%s-%s", r.CallID, r.Decision, hex.EncodeToString(sum[:6]))
-}
-
 // explainUpdate sorts an Update's failure: the validator's (or handler's)
 // sentence is a rejection; an ended turn is one too, in the validator's
 // words; a worker that never answered is said plainly.
 func (t *temporalTurns) explainUpdate(ctx, uctx context.Context, err error, id string) error {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return &rejectedError{msg: app.Message()}
-	}
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) && strings.Contains(nf.Error(), "already completed") {
-		return &rejectedError{msg: fmt.Sprintf("the turn %s has ended; it takes no more responses", id)}
+	if rej, ok := tollgate.AsRejection(err, id); ok {
+		return &rejectedError{msg: rej.Reason}
 	}
 	var timeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
 	if ctx.Err() == nil && (uctx.Err() != nil || errors.As(err, &timeout)) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,9 +12,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/tollgate-dev/tollgate/results"
-	"github.com/tollgate-dev/tollgate/workflows"
 )
 
 func TestExplainUpdateSortsRejections(t *testing.T) {
@@ -63,13 +59,4 @@ func TestFailureMessage(t *testing.T) {
 		temporal.NewNonRetryableApplicationError("invalid turn input: no model", "InvalidTurnInput", nil))))
 	assert.Equal(t, "cancelled", failureMessage(temporal.NewCanceledError()))
 	assert.Equal(t, "plain", failureMessage(errors.New("plain")))
-}
-
-func TestUpdateIDNamesTheResponse(t *testing.T) {
-	a := workflows.Response{CallID: "c1", Decision: results.DecisionApprove, By: "ada"}
-	require.Equal(t, updateID(a), updateID(a), "a resent response reuses its id")
-	require.True(t, strings.HasPrefix(updateID(a), "respond-c1-approve-"))
-	b := a
-	b.By = "bob"
-	require.NotEqual(t, updateID(a), updateID(b))
 }
