@@ -84,3 +84,15 @@ func TestResponseIDNamesTheResponse(t *testing.T) {
 	b.By = "bob"
 	require.NotEqual(t, tollgate.ResponseID(a), tollgate.ResponseID(b))
 }
+
+// A client plugin gives clients and replayers the payload storage and
+// replayers the workflow, and runs nothing: a worker made from its client
+// registers nothing of Tollgate's.
+func TestClientPluginReplaysAndRunsNothing(t *testing.T) {
+	p, err := tollgate.NewClientPlugin(t.TempDir())
+	require.NoError(t, err)
+	require.Empty(t, p.Workspace())
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Plugins: []worker.Plugin{p}})
+	require.NoError(t, err)
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "workflows/testdata/histories/approval_approved.json"))
+}

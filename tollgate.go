@@ -18,6 +18,7 @@ package tollgate
 import (
 	"context"
 	"fmt"
+	"os"
 	"net/http"
 
 	"go.temporal.io/sdk/activity"
@@ -124,9 +125,25 @@ func NewPlugin(opts Options) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	storage, err := payloadstore.ExternalStorage(datadir.Payloads(opts.DataDir))
+	return newPlugin(opts.DataDir, acts)
+}
+
+// NewClientPlugin is the plugin for a program that starts, answers or
+// replays turns but runs none: it sets the payload storage of dataDir
+// (empty means TOLLGATE_DATA or ".tollgate") on clients and replayers, and
+// registers AgentTurn on replayers. Workers made from its client get
+// nothing from it.
+func NewClientPlugin(dataDir string) (*Plugin, error) {
+	if dataDir == "" {
+		dataDir = datadir.FromEnv(os.Getenv)
+	}
+	return newPlugin(dataDir, nil)
+}
+
+func newPlugin(dataDir string, acts *activities.Activities) (*Plugin, error) {
+	storage, err := payloadstore.ExternalStorage(datadir.Payloads(dataDir))
 	if err != nil {
-		return nil, fmt.Errorf("tollgate: open the payload store in %s: %w", opts.DataDir, err)
+		return nil, fmt.Errorf("tollgate: open the payload store in %s: %w", dataDir, err)
 	}
 	p := &Plugin{acts: acts, storage: storage}
 	p.SimplePlugin, err = temporal.NewSimplePlugin(temporal.SimplePluginOptions{
@@ -140,9 +157,10 @@ func NewPlugin(opts Options) (*Plugin, error) {
 			return nil
 		},
 		RunContextBefore: func(_ context.Context, o temporal.SimplePluginRunContextBeforeOptions) error {
-			if o.WorkflowReplayer {
+			switch {
+			case o.WorkflowReplayer:
 				register(o.Registry, nil)
-			} else {
+			case p.acts != nil:
 				register(o.Registry, p.acts)
 			}
 			return nil
@@ -159,9 +177,16 @@ func NewPlugin(opts Options) (*Plugin, error) {
 func (p *Plugin) ExternalStorage() converter.ExternalStorage { return p.storage }
 
 // Workspace is the workspace directory the file and shell tools are
-// confined to, absolute and free of symbolic links.
-func (p *Plugin) Workspace() string { return p.acts.Workspace }
+// confined to, absolute and free of symbolic links; empty for a client
+// plugin.
+func (p *Plugin) Workspace() string {
+	if p.acts == nil {
+		return ""
+	}
+	return p.acts.Workspace
+}
 
-// Register registers AgentTurn and its activities on r directly, for
-// registries a plugin cannot reach: the SDK's testsuite environment.
+// Register registers AgentTurn and its activities (none for a client
+// plugin) on r directly, for registries a plugin cannot reach: the SDK's
+// testsuite environment.
 func (p *Plugin) Register(r Registry) { register(r, p.acts) }
