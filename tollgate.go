@@ -18,8 +18,8 @@ package tollgate
 import (
 	"context"
 	"fmt"
-	"os"
 	"net/http"
+	"os"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
