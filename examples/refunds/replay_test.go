@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
@@ -20,6 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/examples/refunds"
+	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tollgatetest"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -123,24 +121,15 @@ func waitFor(t *testing.T, tg tollgate.Client, id string, state results.State) {
 	}, time.Minute, 50*time.Millisecond, "call %s never reached %s", id, state)
 }
 
-// writeHistory writes the run's history in the format
-// `temporal workflow show --output json` writes and tollgatetest.Replay
-// reads: the whole history.v1.History through the API's protojson
-// marshaller. The SDK reads this format (client.HistoryFromJSON) but has
-// no writer for it.
+// writeHistory writes the run's history as `temporal workflow show
+// --output json` does, the format tollgatetest.Replay reads.
 func writeHistory(t *testing.T, c client.Client, run client.WorkflowRun, path string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	it := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	h := &historypb.History{}
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
-		h.Events = append(h.Events, e)
-	}
-	out, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
-	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, replay.Export(ctx, c, run.GetID(), run.GetRunID(), &buf))
+	out := buf.Bytes()
 	// A payload stored outside history would need this run's data
 	// directory to replay; the committed history must stand alone.
 	require.NotContains(t, string(out), "externalPayloads")
@@ -150,5 +139,5 @@ func writeHistory(t *testing.T, c client.Client, run client.WorkflowRun, path st
 		out = bytes.ReplaceAll(out, []byte(`"name": "`+host+`:`), []byte(`"name": "recorder:`))
 	}
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	require.NoError(t, os.WriteFile(path, append(out, '\n'), 0o644))
+	require.NoError(t, os.WriteFile(path, out, 0o644))
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/examples/refunds"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -36,11 +37,11 @@ func main() {
 
 	// The worker's connection store: a token pasted here is the one
 	// lookup_order reads when the turn runs it again.
-	conns, err := connections.NewFileStore(".tollgate/connections")
+	conns, err := connections.NewFileStore(datadir.Connections(datadir.Default))
 	check(err)
 	// The plugin on this client too: it reads the payloads the worker
 	// keeps out of history (large tool outputs, long conversations).
-	plugin, err := tollgate.NewPlugin(tollgate.Options{NoBuiltins: true, Connections: conns})
+	plugin, err := tollgate.NewClientPlugin(datadir.Default)
 	check(err)
 	opts := envconfig.MustLoadDefaultClientOptions()
 	opts.Plugins = []client.Plugin{plugin}

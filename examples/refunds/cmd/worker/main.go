@@ -15,11 +15,12 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/examples/refunds"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
 )
 
 func main() {
 	// People's shop tokens, shared by the plugin and lookup_order.
-	conns, err := connections.NewFileStore(".tollgate/connections")
+	conns, err := connections.NewFileStore(datadir.Connections(datadir.Default))
 	check(err)
 	models, err := providers.LoadConfigFromEnv()
 	check(err)
