@@ -405,23 +405,3 @@ func closeTimes(ctx context.Context, c client.Client, ids []string, turn bool, d
 	})
 	return closed, err
 }
-
-func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
-
-func reportRecovery(r *Recovery, s *Table, d *strings.Builder) {
-	what := fmt.Sprintf("recovery after SIGKILL, %%s: %d workflows a side in a %s model call when the worker process is killed; new worker's start → each one's completion", r.N, secs(r.Delay))
-	tg, bare := Median(r.Tollgate), Median(r.Bare)
-	s.Add("7a", fmt.Sprintf(what, "p50"), secs(tg), secs(bare), x(ratio(float64(tg), float64(bare))), "(context)", "—")
-	tg, bare = Percentile(r.Tollgate, 100), Percentile(r.Bare, 100)
-	s.Add("7b", fmt.Sprintf(what, "max"), secs(tg), secs(bare), x(ratio(float64(tg), float64(bare))),
-		fmt.Sprintf("Tollgate < %s", secs(RecoveryGoal)), verdict(tg < RecoveryGoal))
-	fmt.Fprintf(d, "**7. Recovery after SIGKILL.** Each side's worker runs in a subprocess (this binary, re-executed; Tollgate's enables Tollgate with `tollgate.NewPlugin` and the openai provider, as the worker binary does) against the same server and a fake OpenAI-compatible model that answers after %v. "+
-		"%d Tollgate turns with no tools, and %d bare workflows running one activity that makes the same HTTP call and heartbeats every %v with `CallModel`'s options (heartbeat timeout %v, 5-minute start-to-close, retries from 2 s), are started; "+
-		"once every call has reached the model the worker is SIGKILLed and a new one started, both sides at once on their own task queues. "+
-		"Nothing tells the server the worker is gone: it notices when the call's heartbeat timeout expires, %v after the attempt started since no call lived long enough to heartbeat, retries after 2 s, and the retry takes %v again; "+
-		"both sides' times are that sum less the moments between the calls' start and the kill, so the ratio shows only what Tollgate adds to a recovery. "+
-		"Without a heartbeat timeout (Tollgate before issue 13, and turns started before the `hardening` workflow version, which keep their old options on replay) the server waits for the 5-minute start-to-close timeout instead. "+
-		"The model received %d calls on the Tollgate side and %d on the bare side: each call twice, the attempt lost with the worker and the retry.\n\n",
-		r.Delay, r.N, r.N, activities.CallModelHeartbeatInterval, activities.CallModelHeartbeatTimeout,
-		activities.CallModelHeartbeatTimeout, r.Delay, r.Calls[0], r.Calls[1])
-}

@@ -27,10 +27,15 @@ func TestRecoveryRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Table{Head: []string{"#", "measure", "Tollgate", "bare Temporal", "ratio", "goal", "result"}}
-	var d strings.Builder
-	reportRecovery(r, s, &d)
-	t.Logf("\n%s\n%s", s, d.String())
+	report, err := render(&measurements{Recovery: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Benchmark 7's rows and paragraphs: the report from its table on,
+	// without the closing line.
+	_, body, _ := strings.Cut(report, "\n| # |")
+	body, _, _ = strings.Cut(body, "\nWhole run")
+	t.Logf("\n| # |%s", body)
 	if len(r.Tollgate) != r.N || len(r.Bare) != r.N {
 		t.Fatalf("%d Tollgate and %d bare samples, want %d each", len(r.Tollgate), len(r.Bare), r.N)
 	}

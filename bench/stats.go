@@ -82,6 +82,19 @@ func Pool(ctx context.Context, width, total int, fn func(ctx context.Context, i 
 	return first
 }
 
+// repRatio is the median over reps of a[i]/b[i]: each pair ran
+// back to back, so load from other processes mostly cancels out.
+func repRatio[T time.Duration | float64](a, b []T) float64 { return MedianFloat(repRatios(a, b)) }
+
+// repRatios are a[i]/b[i], rep by rep.
+func repRatios[T time.Duration | float64](a, b []T) []float64 {
+	rs := make([]float64, len(a))
+	for i := range a {
+		rs[i] = ratio(float64(a[i]), float64(b[i]))
+	}
+	return rs
+}
+
 func ms(d time.Duration) string {
 	f := float64(d) / float64(time.Millisecond)
 	switch {
