@@ -39,7 +39,8 @@ func (c Client) Start(ctx context.Context, id string, in workflows.Input) (clien
 	if tq == "" {
 		tq = DefaultTaskQueue
 	}
-	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq}, workflows.WorkflowName, in)
+	summary, details := workflows.StartSummary(in)
+	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq, StaticSummary: summary, StaticDetails: details}, workflows.WorkflowName, in)
 	if err != nil {
 		return nil, fmt.Errorf("start turn %s: %w", id, err)
 	}

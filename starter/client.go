@@ -76,7 +76,8 @@ func dialTemporal(ctx context.Context, g globals) (turns, error) {
 func (t *temporalTurns) Close() { t.c.Close() }
 
 func (t *temporalTurns) Start(ctx context.Context, id, taskQueue string, in workflows.Input) (string, error) {
-	run, err := t.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue}, workflows.WorkflowName, in)
+	summary, details := workflows.StartSummary(in)
+	run, err := t.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue, StaticSummary: summary, StaticDetails: details}, workflows.WorkflowName, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {

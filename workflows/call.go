@@ -170,6 +170,8 @@ func (t *turn) drive(ctx workflow.Context, c *call) {
 // turn is cancelled.
 func (t *turn) wait(ctx workflow.Context, c *call) {
 	timeout := t.in.Policy.responseTimeout()
+	t.showWaiting(ctx)
+	defer t.showWaiting(ctx)
 	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 		Timeout:      timeout,
 		TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("%s %s: %s", c.card.CallID, c.card.Tool, c.card.State)},
@@ -232,6 +234,9 @@ func (t *turn) execute(ctx workflow.Context, c *call) {
 		// started from one that never did: the server's cancellation event
 		// says which.
 		opts.WaitForCancellation = true
+	}
+	if t.ui {
+		opts.Summary = callSummary(c.card.Tool, c.card.EffectiveArguments())
 	}
 	actx := workflow.WithActivityOptions(ctx, opts)
 	var out results.Outcome

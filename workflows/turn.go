@@ -44,6 +44,8 @@ type turn struct {
 	in      Input
 	id      string
 	v       workflow.Version
+	// ui is set for turns that summarise their activities for the UI.
+	ui bool
 	specs   map[string]tool.Spec
 	schemas map[string]*tool.Schema
 	defs    []model.ToolDef
@@ -82,6 +84,7 @@ func (t *turn) hardened() bool { return t.v >= hardeningVersion }
 func (t *turn) setup(ctx workflow.Context) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
 	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, hardeningVersion)
+	t.ui = workflow.GetVersion(ctx, uiChange, workflow.DefaultVersion, uiVersion) >= uiVersion
 	t.byID = map[string]*call{}
 	t.nextSuffix = map[string]int{}
 	if err := workflow.SetQueryHandler(ctx, StateQuery, func() (State, error) {
@@ -243,6 +246,9 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 		// CallModel heartbeats while the provider thinks, so a worker lost
 		// mid-call is noticed in seconds, not at the 5-minute timeout.
 		opts.HeartbeatTimeout = activities.CallModelHeartbeatTimeout
+	}
+	if t.ui {
+		opts.Summary = fmt.Sprintf("CallModel %s step %d", t.in.Model, t.step)
 	}
 	actx := workflow.WithActivityOptions(ctx, opts)
 	in := activities.CallModelInput{
