@@ -41,11 +41,11 @@ const (
 // turn is the workflow's state. Everything in it is driven by workflow
 // events only, so it rebuilds identically on replay.
 type turn struct {
-	in      Input
-	id      string
-	v       workflow.Version
+	in Input
+	id string
+	v  workflow.Version
 	// ui is set for turns that summarise their activities for the UI.
-	ui bool
+	ui      bool
 	specs   map[string]tool.Spec
 	schemas map[string]*tool.Schema
 	defs    []model.ToolDef
