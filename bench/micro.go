@@ -53,49 +53,31 @@ func Micros() []Micro {
 	}
 }
 
-func BenchEncodeOutcome(b *testing.B) {
-	o := sampleOutcome()
+func BenchEncodeOutcome(b *testing.B) { benchEncode(b, sampleOutcome()) }
+func BenchDecodeOutcome(b *testing.B) { benchDecode(b, sampleOutcome()) }
+func BenchEncodeCard(b *testing.B)    { benchEncode(b, sampleCard()) }
+func BenchDecodeCard(b *testing.B)    { benchDecode(b, sampleCard()) }
+
+// benchEncode measures encoding v to JSON.
+func benchEncode[T any](b *testing.B, v T) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := json.Marshal(o); err != nil {
+		if _, err := json.Marshal(v); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func BenchDecodeOutcome(b *testing.B) {
-	data, err := json.Marshal(sampleOutcome())
+// benchDecode measures decoding v's JSON into a fresh T.
+func benchDecode[T any](b *testing.B, v T) {
+	data, err := json.Marshal(v)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		var o results.Outcome
-		if err := json.Unmarshal(data, &o); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchEncodeCard(b *testing.B) {
-	c := sampleCard()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := json.Marshal(c); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchDecodeCard(b *testing.B) {
-	data, err := json.Marshal(sampleCard())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		var c results.Card
-		if err := json.Unmarshal(data, &c); err != nil {
+		var out T
+		if err := json.Unmarshal(data, &out); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -118,18 +100,26 @@ func stepMessages(i, size int) []results.Message {
 	}
 }
 
-func BenchTranscriptAppend(b *testing.B) {
+// transcriptStore is an empty transcript store in a temporary directory
+// that goes when the benchmark ends.
+func transcriptStore(b *testing.B) *transcript.Store {
 	dir, err := os.MkdirTemp("", "tollgate-bench-transcript-")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	b.Cleanup(func() { os.RemoveAll(dir) })
 	s, err := transcript.NewStore(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return s
+}
+
+func BenchTranscriptAppend(b *testing.B) {
+	s := transcriptStore(b)
 	msgs := stepMessages(0, 512)
 	head := ""
+	var err error
 	b.ReportAllocs()
 	for b.Loop() {
 		if head, err = s.Append(head, msgs); err != nil {
@@ -139,16 +129,9 @@ func BenchTranscriptAppend(b *testing.B) {
 }
 
 func BenchTranscriptLoad50(b *testing.B) {
-	dir, err := os.MkdirTemp("", "tollgate-bench-transcript-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	s, err := transcript.NewStore(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := transcriptStore(b)
 	head := ""
+	var err error
 	for i := 0; i < 50; i++ {
 		if head, err = s.Append(head, stepMessages(i, 5120)); err != nil {
 			b.Fatal(err)

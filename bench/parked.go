@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,13 +41,17 @@ const (
 // MaybeRunWorker turns this process into a benchmark worker when it was
 // started as one, and never returns then. Call it first in main or
 // TestMain.
-func MaybeRunWorker() {
-	side := os.Getenv(envWorker)
+func MaybeRunWorker() { runAs(envWorker, "bench worker", runWorker) }
+
+// runAs turns this process into a subprocess worker when the environment
+// variable env names its side: it runs serve for that side and exits.
+func runAs(env, name string, serve func(side string) error) {
+	side := os.Getenv(env)
 	if side == "" {
 		return
 	}
-	if err := runWorker(side); err != nil {
-		fmt.Fprintln(os.Stderr, "bench worker:", err)
+	if err := serve(side); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}
 	os.Exit(0)
@@ -83,19 +88,11 @@ func runWorker(side string) error {
 		}
 		opts.Plugins = []worker.Plugin{plugin}
 	}
-	w := worker.New(c, os.Getenv(envQueue), opts)
-	switch side {
-	case sideTollgate:
-	case sideBare:
-		RegisterBare(w)
-	default:
-		return fmt.Errorf("unknown side %q", side)
-	}
-	if err := w.Start(); err != nil {
+	w, err := startSide(c, side, opts, RegisterBare)
+	if err != nil {
 		return err
 	}
 	defer w.Stop()
-	fmt.Println("ready")
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		if in.Text() != "stats" {
@@ -151,23 +148,47 @@ func procStatus(field string) uint64 {
 	return 0
 }
 
-// workerProc is a running subprocess worker.
-type workerProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	mems  chan string
+// startSide starts a worker on the driver's queue for side, Tollgate's
+// as opts' plugins enable it or bare's as registerBare registers it, and
+// tells the driver it is ready.
+func startSide(c client.Client, side string, opts worker.Options, registerBare func(worker.Registry)) (worker.Worker, error) {
+	w := worker.New(c, os.Getenv(envQueue), opts)
+	switch side {
+	case sideTollgate:
+	case sideBare:
+		registerBare(w)
+	default:
+		return nil, fmt.Errorf("unknown side %q", side)
+	}
+	if err := w.Start(); err != nil {
+		return nil, err
+	}
+	fmt.Println("ready")
+	return w, nil
 }
 
-func startWorkerProc(side, address, dataDir, queue string, cache int, stamps *Stamps) (*workerProc, error) {
+// subprocess is this binary re-executed as a worker.
+type subprocess struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	// closed is closed once its stdout ends, after the last onLine.
+	closed chan struct{}
+}
+
+var errNotReady = errors.New("did not start within a minute")
+
+// startSubprocess re-executes this binary with env added to its
+// environment and its stderr going to stderr, and returns once it says
+// it is ready; every other line it prints goes to onLine, if any. A
+// process not ready within a minute is killed (errNotReady).
+func startSubprocess(env []string, stderr io.Writer, onLine func(string)) (*subprocess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(),
-		envWorker+"="+side, envAddress+"="+address, envData+"="+dataDir,
-		envQueue+"="+queue, envCache+"="+strconv.Itoa(cache))
-	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -179,20 +200,16 @@ func startWorkerProc(side, address, dataDir, queue string, cache int, stamps *St
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &workerProc{cmd: cmd, stdin: stdin, mems: make(chan string, 1)}
+	p := &subprocess{cmd: cmd, stdin: stdin, closed: make(chan struct{})}
 	ready := make(chan struct{})
 	go func() {
-		defer close(p.mems)
+		defer close(p.closed)
 		out := bufio.NewScanner(stdout)
 		for out.Scan() {
-			line := out.Text()
-			switch {
-			case line == "ready":
+			if line := out.Text(); line == "ready" {
 				close(ready)
-			case strings.HasPrefix(line, "stamp "):
-				stamps.fire(strings.TrimPrefix(line, "stamp "), time.Now())
-			case strings.HasPrefix(line, "mem "):
-				p.mems <- strings.TrimPrefix(line, "mem ")
+			} else if onLine != nil {
+				onLine(line)
 			}
 		}
 	}()
@@ -200,9 +217,35 @@ func startWorkerProc(side, address, dataDir, queue string, cache int, stamps *St
 	case <-ready:
 		return p, nil
 	case <-time.After(time.Minute):
-		p.stop()
-		return nil, fmt.Errorf("bench worker %s did not start within a minute", side)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, errNotReady
 	}
+}
+
+// workerProc is a running subprocess worker.
+type workerProc struct {
+	*subprocess
+	mems chan string
+}
+
+func startWorkerProc(side, address, dataDir, queue string, cache int, stamps *Stamps) (*workerProc, error) {
+	p := &workerProc{mems: make(chan string, 1)}
+	env := []string{envWorker + "=" + side, envAddress + "=" + address, envData + "=" + dataDir,
+		envQueue + "=" + queue, envCache + "=" + strconv.Itoa(cache)}
+	var err error
+	p.subprocess, err = startSubprocess(env, os.Stderr, func(line string) {
+		if key, ok := strings.CutPrefix(line, "stamp "); ok {
+			stamps.fire(key, time.Now())
+		} else if mem, ok := strings.CutPrefix(line, "mem "); ok {
+			p.mems <- mem
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench worker %s: %w", side, err)
+	}
+	go func() { <-p.closed; close(p.mems) }()
+	return p, nil
 }
 
 func (p *workerProc) mem() (Mem, error) {

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,17 +53,7 @@ const (
 // A recovery worker is started by the environment alone, so that neither
 // main nor TestMain need to know of it: init turns the process into one
 // before either runs.
-func init() {
-	side := os.Getenv(envRecovery)
-	if side == "" {
-		return
-	}
-	if err := runRecoveryWorker(side); err != nil {
-		fmt.Fprintln(os.Stderr, "bench recovery worker:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func init() { runAs(envRecovery, "bench recovery worker", runRecoveryWorker) }
 
 // runRecoveryWorker serves one side's queue until stdin closes (or the
 // driver kills it, which is the point).
@@ -92,20 +80,14 @@ func runRecoveryWorker(side string) error {
 		}
 		opts.Plugins = []worker.Plugin{plugin}
 	}
-	w := worker.New(c, os.Getenv(envQueue), opts)
-	switch side {
-	case sideTollgate:
-	case sideBare:
-		w.RegisterWorkflowWithOptions(BareSlowCall, workflow.RegisterOptions{Name: bareSlowCallName})
-		w.RegisterActivityWithOptions((&slowCaller{url: baseURL + "/chat/completions"}).call, activity.RegisterOptions{Name: bareSlowCall})
-	default:
-		return fmt.Errorf("unknown side %q", side)
-	}
-	if err := w.Start(); err != nil {
+	w, err := startSide(c, side, opts, func(r worker.Registry) {
+		r.RegisterWorkflowWithOptions(BareSlowCall, workflow.RegisterOptions{Name: bareSlowCallName})
+		r.RegisterActivityWithOptions((&slowCaller{url: baseURL + "/chat/completions"}).call, activity.RegisterOptions{Name: bareSlowCall})
+	})
+	if err != nil {
 		return err
 	}
 	defer w.Stop()
-	fmt.Println("ready")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return nil
 }
@@ -211,11 +193,10 @@ func (m *slowModel) count(side string) *atomic.Int64 {
 
 // recoveryProc is a running recovery worker subprocess.
 type recoveryProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	once  sync.Once
-	mu    sync.Mutex
-	log   bytes.Buffer // its stderr
+	*subprocess
+	once sync.Once
+	mu   sync.Mutex
+	log  bytes.Buffer // its stderr
 }
 
 func (p *recoveryProc) Write(b []byte) (int, error) {
@@ -232,41 +213,14 @@ func (p *recoveryProc) stderr() string {
 }
 
 func startRecoveryProc(side, address, dataDir, queue, modelURL string) (*recoveryProc, error) {
-	exe, err := os.Executable()
+	p := &recoveryProc{}
+	var err error
+	p.subprocess, err = startSubprocess([]string{envRecovery + "=" + side, envRecoveryModel + "=" + modelURL,
+		envAddress + "=" + address, envData + "=" + dataDir, envQueue + "=" + queue}, p, nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("recovery worker %s: %w: %s", side, err, p.stderr())
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envRecovery+"="+side, envRecoveryModel+"="+modelURL,
-		envAddress+"="+address, envData+"="+dataDir, envQueue+"="+queue)
-	p := &recoveryProc{cmd: cmd}
-	cmd.Stderr = p
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	ready := make(chan struct{})
-	go func() {
-		out := bufio.NewScanner(stdout)
-		for out.Scan() {
-			if out.Text() == "ready" {
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-		return p, nil
-	case <-time.After(time.Minute):
-		p.kill()
-		return nil, fmt.Errorf("recovery worker %s did not start within a minute: %s", side, p.stderr())
-	}
+	return p, nil
 }
 
 // kill SIGKILLs the worker: no graceful stop, no cancelled activities, no

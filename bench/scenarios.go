@@ -365,11 +365,7 @@ func (e *Env) History(ctx context.Context, steps, calls, outputBytes int) (Histo
 	if err != nil {
 		return h, err
 	}
-	_, p0, err := e.Payloads.Stats()
-	if err != nil {
-		return h, err
-	}
-	_, t0, err := e.Transcripts.Stats()
+	p0, t0, err := e.storedBytes()
 	if err != nil {
 		return h, err
 	}
@@ -377,17 +373,23 @@ func (e *Env) History(ctx context.Context, steps, calls, outputBytes int) (Histo
 	if _, err := e.RunTurn(ctx, wid, TurnInput(model, steps, false)); err != nil {
 		return h, err
 	}
-	_, p1, err := e.Payloads.Stats()
-	if err != nil {
-		return h, err
-	}
-	_, t1, err := e.Transcripts.Stats()
+	p1, t1, err := e.storedBytes()
 	if err != nil {
 		return h, err
 	}
 	h.Payloads, h.Transcripts = p1-p0, t1-t0
 	h.Events, h.Bytes, h.MaxEvent, err = e.historySize(ctx, wid)
 	return h, err
+}
+
+// storedBytes is the size of the payload store and of the transcript
+// store.
+func (e *Env) storedBytes() (payloads, transcripts int64, err error) {
+	if _, payloads, err = e.Payloads.Stats(); err != nil {
+		return 0, 0, err
+	}
+	_, transcripts, err = e.Transcripts.Stats()
+	return payloads, transcripts, err
 }
 
 // BareHistory measures a bare workflow of steps activities each returning
