@@ -94,5 +94,8 @@ func TestClientPluginReplaysAndRunsNothing(t *testing.T) {
 	require.Empty(t, p.Workspace())
 	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Plugins: []worker.Plugin{p}})
 	require.NoError(t, err)
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "workflows/testdata/histories/approval_approved.json"))
+	// One replayer, several histories: the plugin registers once.
+	for _, f := range []string{"approval_approved.json", "approval_denied.json", "transfer.json"} {
+		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "workflows/testdata/histories/"+f), f)
+	}
 }

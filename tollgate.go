@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -103,6 +104,10 @@ type Plugin struct {
 	*temporal.SimplePlugin
 	acts    *activities.Activities
 	storage converter.ExternalStorage
+	// registered holds the instance keys of the workers and replayers the
+	// plugin has registered on: a replayer runs the plugin before every
+	// history, and registering twice panics.
+	registered sync.Map
 }
 
 var (
@@ -157,6 +162,9 @@ func newPlugin(dataDir string, acts *activities.Activities) (*Plugin, error) {
 			return nil
 		},
 		RunContextBefore: func(_ context.Context, o temporal.SimplePluginRunContextBeforeOptions) error {
+			if _, done := p.registered.LoadOrStore(o.InstanceKey, true); done {
+				return nil
+			}
 			switch {
 			case o.WorkflowReplayer:
 				register(o.Registry, nil)
