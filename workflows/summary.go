@@ -16,12 +16,11 @@ import (
 // activity, so an operator reads "write_file summary.md: pending approval"
 // instead of a bare RUNNING row.
 
-// uiChange versions the activity summaries (they travel in the commands
-// that schedule activities).
-const (
-	uiChange  = "ui-summaries"
-	uiVersion = 1
-)
+// uiVersion of the turn's change marker adds the activity summaries
+// (they travel in the commands that schedule activities). One marker
+// carries every change of a release: each marker costs a command and a
+// search attribute upsert at the start of every turn.
+const uiVersion = hardeningVersion + 1
 
 // maxSummaryRunes keeps a one-line summary one line in the UI.
 const maxSummaryRunes = 80

@@ -32,7 +32,8 @@ func AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // and hostile responders: calls per step capped, response fields bounded,
 // the history guard, transfers ending waits, named tool activities and
 // cancellations that tell a queued or unstarted call from a running one.
-// Turns that started before it replay as they ran.
+// Version 2 (uiVersion) adds activity summaries. Turns that started before
+// a version replay as they ran.
 const (
 	hardeningChange  = "hardening"
 	hardeningVersion = 1
@@ -83,8 +84,8 @@ func (t *turn) hardened() bool { return t.v >= hardeningVersion }
 
 func (t *turn) setup(ctx workflow.Context) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
-	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, hardeningVersion)
-	t.ui = workflow.GetVersion(ctx, uiChange, workflow.DefaultVersion, uiVersion) >= uiVersion
+	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, uiVersion)
+	t.ui = t.v >= uiVersion
 	t.byID = map[string]*call{}
 	t.nextSuffix = map[string]int{}
 	if err := workflow.SetQueryHandler(ctx, StateQuery, func() (State, error) {
