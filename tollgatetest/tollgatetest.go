@@ -16,39 +16,34 @@ import (
 
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities/model"
+	"github.com/tollgate-dev/tollgate/activities/model/scripted"
 	"github.com/tollgate-dev/tollgate/replay"
-	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// Model plays its replies in order: reply i answers a conversation that
-// already holds i assistant messages, so it is stateless and a retried
-// model call gets the same reply. It records every request.
+// Model is the scripted provider (activities/model/scripted) playing the
+// given replies: reply i answers a conversation that already holds i
+// assistant messages, so it is stateless and a retried model call gets
+// the same reply. It also records every request, for assertions on what
+// the model saw.
 type Model struct {
-	Replies []results.Message
+	script *scripted.Provider
 
 	mu       sync.Mutex
 	requests []model.Request
 }
 
 // NewModel is a Model with the given replies.
-func NewModel(replies ...results.Message) *Model { return &Model{Replies: replies} }
+func NewModel(replies ...scripted.Reply) *Model {
+	return &Model{script: scripted.New(&scripted.Script{Name: "tollgatetest", Replies: replies})}
+}
 
 // Complete implements model.Provider.
-func (m *Model) Complete(_ context.Context, req model.Request) (model.Response, error) {
+func (m *Model) Complete(ctx context.Context, req model.Request) (model.Response, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.requests = append(m.requests, req)
-	n := 0
-	for _, msg := range req.Messages {
-		if msg.Role == results.RoleAssistant {
-			n++
-		}
-	}
-	if n >= len(m.Replies) {
-		return model.Response{}, &model.Error{Message: fmt.Sprintf("the test model has %d replies; the turn asked for reply %d", len(m.Replies), n+1)}
-	}
-	return model.Response{Message: m.Replies[n]}, nil
+	m.mu.Unlock()
+	return m.script.Complete(ctx, req)
 }
 
 // Requests are the requests the model received, oldest first.
@@ -58,22 +53,18 @@ func (m *Model) Requests() []model.Request {
 	return append([]model.Request(nil), m.requests...)
 }
 
-// Reply is an assistant message with text and tool calls.
-func Reply(text string, calls ...results.ToolCall) results.Message {
-	m := results.Message{Role: results.RoleAssistant, ToolCalls: calls}
-	if text != "" {
-		m.Parts = []results.Part{results.TextPart(text)}
-	}
-	return m
+// Reply is an assistant reply with text and tool calls.
+func Reply(text string, calls ...scripted.ToolCall) scripted.Reply {
+	return scripted.Reply{Text: text, ToolCalls: calls}
 }
 
 // Call is a tool call with arguments marshalled from args.
-func Call(id, tool string, args any) results.ToolCall {
+func Call(id, tool string, args any) scripted.ToolCall {
 	b, err := json.Marshal(args)
 	if err != nil {
 		panic(fmt.Sprintf("tollgatetest.Call: arguments of %s: %v", id, err))
 	}
-	return results.ToolCall{ID: id, Name: tool, Arguments: string(b)}
+	return scripted.ToolCall{ID: id, Name: tool, Arguments: b}
 }
 
 // ModelPrefix is the provider prefix a Turn's model answers to.
