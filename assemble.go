@@ -20,9 +20,10 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// newActivities builds the activities and the stores they use.
+// newActivities builds the activities and the stores they use, from
+// options with their defaults filled in.
 func newActivities(cfg Options) (*activities.Activities, error) {
-	if err := builtin.CheckApart(cfg.DataDir, workspaceDir(cfg.Workspace)); err != nil {
+	if err := builtin.CheckApart(cfg.DataDir, cfg.Workspace); err != nil {
 		return nil, fmt.Errorf("tollgate: %w", err)
 	}
 	ws, err := workspace(cfg.Workspace)
@@ -107,7 +108,6 @@ func register(r Registry, acts *activities.Activities) {
 // workspace resolves the workspace to an absolute, symlink-free path and
 // creates it if missing, so confinement checks compare like with like.
 func workspace(dir string) (string, error) {
-	dir = workspaceDir(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create workspace %s: %w", dir, err)
 	}
@@ -120,12 +120,4 @@ func workspace(dir string) (string, error) {
 		return "", fmt.Errorf("resolve workspace %s: %w", dir, err)
 	}
 	return real, nil
-}
-
-// workspaceDir is the workspace a Config names, with the default filled in.
-func workspaceDir(dir string) string {
-	if dir == "" {
-		return "workspace"
-	}
-	return dir
 }
