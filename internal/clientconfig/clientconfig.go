@@ -10,15 +10,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 
-	"github.com/tollgate-dev/tollgate/storage/datadir"
-	"github.com/tollgate-dev/tollgate/storage/payloadstore"
+	"github.com/tollgate-dev/tollgate"
 )
 
 // Options select the profile and override what flags set.
@@ -62,16 +60,14 @@ func ClientOptions(o Options) (client.Options, error) {
 	return opts, nil
 }
 
-// ExternalStorage is the payload storage configuration for dataDir.
+// ExternalStorage is the payload storage the tollgate plugin gives
+// clients of dataDir (empty means TOLLGATE_DATA or the default).
 func ExternalStorage(dataDir string) (converter.ExternalStorage, error) {
-	if dataDir == "" {
-		dataDir = datadir.FromEnv(os.Getenv)
-	}
-	ext, err := payloadstore.ExternalStorage(datadir.Payloads(dataDir))
+	p, err := tollgate.NewClientPlugin(dataDir)
 	if err != nil {
-		return converter.ExternalStorage{}, fmt.Errorf("open payload store in %s: %w", dataDir, err)
+		return converter.ExternalStorage{}, err
 	}
-	return ext, nil
+	return p.ExternalStorage(), nil
 }
 
 // Dial connects a client.
