@@ -89,7 +89,7 @@ func run(f flags, logger *slog.Logger) error {
 	}
 	plugin, err := tollgate.NewPlugin(tollgate.Options{
 		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
-		FetchAllow: splitList(os.Getenv(builtin.FetchAllowEnv)),
+		FetchAllow: strings.Split(os.Getenv(builtin.FetchAllowEnv), ","),
 		ShellEnv:   builtin.ParseShellEnv(os.Getenv("TOLLGATE_SHELL_ENV")),
 	})
 	if err != nil {
@@ -192,16 +192,4 @@ func serverLogger(logger *slog.Logger) serverlog.Logger {
 		return serverlog.NewZapLogger(serverlog.BuildZapLogger(serverlog.Config{Level: "warn"}))
 	}
 	return serverlog.NewNoopLogger()
-}
-
-// splitList reads a comma-separated list from the environment; blanks are
-// dropped.
-func splitList(v string) []string {
-	var out []string
-	for _, item := range strings.Split(v, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }
