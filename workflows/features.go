@@ -1,0 +1,32 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+)
+
+// Features are what the worker's deployment offers a workflow: whether the
+// server has Tollgate's search attributes registered, and whether
+// receivers want webhook events. They differ between deployments, so a
+// workflow reads them once, through a SideEffect, and keeps what it read
+// for its whole history: a worker with other settings replays it as it
+// ran.
+type Features struct {
+	// SearchAttributes: the server has every name in SearchAttributes()
+	// registered, so workflows keep them current.
+	SearchAttributes bool `json:"search_attributes,omitempty"`
+	// Webhooks: the worker delivers webhook events, so turns emit them.
+	Webhooks bool `json:"webhooks,omitempty"`
+}
+
+// record returns the features this run was started with, the same on
+// every replay.
+func (f Features) record(ctx workflow.Context) Features {
+	var got Features
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return f }).Get(&got); err != nil {
+		// A SideEffect value is what this code wrote; failing to decode
+		// it means the history is not ours. Run without the features.
+		workflow.GetLogger(ctx).Warn("Recorded features unreadable; running without them", "error", err)
+		return Features{}
+	}
+	return got
+}
