@@ -1,0 +1,258 @@
+// Package links signs and verifies the tokens of one-click decision links:
+// a URL that approves or denies one waiting call, sent by email or chat.
+//
+// A token is <payload>.<mac>, both base64url without padding: the payload
+// is the JSON of Claims, the mac is HMAC-SHA256 over a context label and
+// the payload. A token only says what its signer meant; the gateway still
+// checks that the call waits and that its arguments hash to ArgsHash, and
+// derives the Update id from the token's ID so a link applies at most once.
+package links
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// Sentinel errors of Verify; match them with errors.Is.
+var (
+	// ErrTampered: the token is malformed, too long, or its signature does
+	// not match any key. Its claims must not be trusted.
+	ErrTampered = errors.New("the link is not valid: it was altered or is not a Tollgate link")
+	// ErrExpired: the token is authentic but its expiry has passed.
+	ErrExpired = errors.New("the link has expired")
+)
+
+const (
+	// MinSecretLen is the shortest secret accepted: HMAC-SHA256 gains
+	// nothing from more than its 32-byte block of entropy, and less makes
+	// the key guessable offline from any one link.
+	MinSecretLen = 32
+	// MaxTokenLen bounds the tokens Verify looks at, so a hostile URL
+	// costs nothing to refuse. Signed tokens are a few hundred bytes.
+	MaxTokenLen = 2048
+	// maxFieldLen bounds each string claim, which keeps signed tokens well
+	// under MaxTokenLen.
+	maxFieldLen = 256
+	// maxSecretFile bounds what LoadSecret reads.
+	maxSecretFile = 4096
+)
+
+// macLabel separates link MACs from any other use of the same secret.
+const macLabel = "tollgate link v1\x00"
+
+// Claims are what one link decides. Every field is signed.
+type Claims struct {
+	Turn     string               `json:"t"`
+	Call     string               `json:"c"`
+	Decision results.DecisionKind `json:"d"` // approve or deny only
+	// ArgsHash binds the link to the call's arguments when it was made:
+	// ArgsHash(card.EffectiveArguments()).
+	ArgsHash string `json:"h"`
+	// By is the principal the decision is recorded as (e.g. "webhook",
+	// "email:ops@example.com").
+	By      string    `json:"b"`
+	Expires time.Time `json:"e"`
+	// ID is random (16 bytes, base64url); the gateway derives the Update
+	// id from it so a link applies at most once.
+	ID string `json:"i"`
+}
+
+// UpdateID is the Temporal Update id a link's decision is sent with: a
+// second use of the same link is the same Update, which applies once.
+func (c Claims) UpdateID() string { return "link-" + c.ID }
+
+// validate says in a sentence what makes c unfit to sign.
+func (c Claims) validate() error {
+	for _, f := range []struct{ name, v string }{
+		{"turn", c.Turn}, {"call", c.Call}, {"arguments hash", c.ArgsHash}, {"principal (by)", c.By}, {"id", c.ID},
+	} {
+		if f.v == "" {
+			return fmt.Errorf("a link needs a %s", f.name)
+		}
+		if len(f.v) > maxFieldLen || !utf8.ValidString(f.v) {
+			return fmt.Errorf("the link's %s must be valid UTF-8 of at most %d bytes", f.name, maxFieldLen)
+		}
+	}
+	if c.Decision != results.DecisionApprove && c.Decision != results.DecisionDeny {
+		return fmt.Errorf("a link can only approve or deny, not %q", c.Decision)
+	}
+	if c.Expires.IsZero() {
+		return fmt.Errorf("a link needs an expiry")
+	}
+	// The ID becomes part of an Update id, so keep it to the characters
+	// our own IDs use.
+	if strings.Trim(c.ID, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+		return fmt.Errorf("the link's id must be base64url characters only")
+	}
+	return nil
+}
+
+// Signer signs with its first key and verifies with all of them, so a
+// secret can be rotated: put the new one first and keep the old one until
+// the links it signed have expired.
+type Signer struct {
+	keys [][]byte
+}
+
+// NewSigner takes one or more secrets of at least MinSecretLen bytes; the
+// first signs, all verify.
+func NewSigner(secrets ...[]byte) (*Signer, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("links: a signer needs at least one secret")
+	}
+	s := &Signer{}
+	for i, k := range secrets {
+		if len(k) < MinSecretLen {
+			return nil, fmt.Errorf("links: secret %d is %d bytes; at least %d are needed", i+1, len(k), MinSecretLen)
+		}
+		s.keys = append(s.keys, bytes.Clone(k))
+	}
+	return s, nil
+}
+
+// NewID returns a fresh random link id: 16 bytes, base64url.
+func NewID() string {
+	b := make([]byte, 16)
+	// crypto/rand.Read never fails on supported platforms (Go 1.24+).
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Sign returns the token for c. An empty ID is filled with NewID; claims
+// that no link should carry are refused with a sentence.
+func (s *Signer) Sign(c Claims) (string, error) {
+	if c.ID == "" {
+		c.ID = NewID()
+	}
+	// Times travel as RFC 3339 in UTC; dropping the monotonic clock and
+	// the location keeps the token short and Verify's answer equal to c.
+	c.Expires = c.Expires.UTC().Round(0)
+	if err := c.validate(); err != nil {
+		return "", fmt.Errorf("links: %w", err)
+	}
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("links: encoding claims: %w", err)
+	}
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	token := p + "." + base64.RawURLEncoding.EncodeToString(mac(s.keys[0], p))
+	if len(token) > MaxTokenLen {
+		return "", fmt.Errorf("links: the token would be %d bytes, over the %d a link may carry", len(token), MaxTokenLen)
+	}
+	return token, nil
+}
+
+// Verify checks token's signature against every key and its expiry
+// against now, and returns its claims. Failures wrap ErrTampered or
+// ErrExpired; claims are returned only when both checks pass.
+func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
+	if len(token) > MaxTokenLen {
+		return Claims{}, fmt.Errorf("%w (token too long)", ErrTampered)
+	}
+	p, sig, ok := strings.Cut(token, ".")
+	if !ok || p == "" || sig == "" {
+		return Claims{}, fmt.Errorf("%w (malformed token)", ErrTampered)
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || len(got) != sha256.Size {
+		return Claims{}, fmt.Errorf("%w (malformed signature)", ErrTampered)
+	}
+	match := false
+	for _, k := range s.keys {
+		// hmac.Equal takes the same time wherever the first difference is;
+		// every key is tried so timing does not tell which one matched.
+		if hmac.Equal(got, mac(k, p)) {
+			match = true
+		}
+	}
+	if !match {
+		return Claims{}, fmt.Errorf("%w (signature mismatch)", ErrTampered)
+	}
+	// Only an authentic payload is decoded. A payload we signed that does
+	// not decode or validate means a signer bug or a leaked key: refuse it
+	// the same way.
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil {
+		return Claims{}, fmt.Errorf("%w (malformed payload)", ErrTampered)
+	}
+	var c Claims
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil || dec.More() {
+		return Claims{}, fmt.Errorf("%w (unreadable claims)", ErrTampered)
+	}
+	if err := c.validate(); err != nil {
+		return Claims{}, fmt.Errorf("%w (%v)", ErrTampered, err)
+	}
+	if !now.Before(c.Expires) {
+		return Claims{}, fmt.Errorf("%w (at %s)", ErrExpired, c.Expires.Format(time.RFC3339))
+	}
+	return c, nil
+}
+
+func mac(key []byte, payload string) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(macLabel))
+	h.Write([]byte(payload))
+	return h.Sum(nil)
+}
+
+// ArgsHash is the base64url SHA-256 of args in compact JSON
+// (results.CompactJSON), so the same arguments hash alike however they
+// were spaced; key order still matters, as it does to the tool.
+func ArgsHash(args json.RawMessage) string {
+	sum := sha256.Sum256(results.CompactJSON(args))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// LoadSecret reads a link secret from path (TOLLGATE_LINK_SECRET_FILE).
+// The file holds either base64 (standard or URL alphabet, padded or not)
+// that decodes to at least MinSecretLen bytes, or at least MinSecretLen
+// bytes used as they are; surrounding white space, such as the newline
+// an editor adds, is ignored. Generate one with
+// `head -c 32 /dev/urandom | base64 > link.secret`.
+func LoadSecret(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("links: reading the secret file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("links: reading the secret file %s: %w", path, err)
+	}
+	if len(data) > maxSecretFile {
+		return nil, fmt.Errorf("links: the secret file %s is over %d bytes; it should hold one secret", path, maxSecretFile)
+	}
+	text := bytes.TrimSpace(data)
+	if k, ok := decodeBase64(text); ok && len(k) >= MinSecretLen {
+		return k, nil
+	}
+	if len(text) < MinSecretLen {
+		return nil, fmt.Errorf("links: the secret in %s is %d bytes; at least %d are needed (for example 32 random bytes in base64)", path, len(text), MinSecretLen)
+	}
+	return bytes.Clone(text), nil
+}
+
+func decodeBase64(text []byte) ([]byte, bool) {
+	s := string(text)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if k, err := enc.DecodeString(s); err == nil {
+			return k, true
+		}
+	}
+	return nil, false
+}
