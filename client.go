@@ -28,7 +28,13 @@ type Client struct {
 // RejectedError is a response the turn refused: the validator's sentence
 // (an unknown call, a wait that is over, an answer that does not fit) or a
 // turn that has ended. Nothing changed; sending it again will not help.
-type RejectedError struct{ Reason string }
+type RejectedError struct {
+	Reason string
+	// Type says which kind of refusal: workflows.ErrTypeUnknownCall,
+	// ErrTypeNotWaiting (a turn that has ended too) or
+	// ErrTypeInvalidResponse.
+	Type string
+}
 
 func (e *RejectedError) Error() string { return "rejected: " + e.Reason }
 
@@ -117,11 +123,22 @@ func ResponseID(r workflows.Response) string {
 func AsRejection(err error, turnID string) (*RejectedError, bool) {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return &RejectedError{Reason: app.Message()}, true
+		return &RejectedError{Reason: app.Message(), Type: rejectionType(app.Type())}, true
 	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) && strings.Contains(nf.Error(), "already completed") {
-		return &RejectedError{Reason: fmt.Sprintf("the turn %s has ended; it takes no more responses", turnID)}, true
+		return &RejectedError{Reason: fmt.Sprintf("the turn %s has ended; it takes no more responses", turnID), Type: workflows.ErrTypeNotWaiting}, true
 	}
 	return nil, false
+}
+
+// rejectionType maps the failure type of a refused Update to its kind.
+// Workers from before the kinds existed reject with their error's Go type
+// name; those refusals were about the response, so they count as invalid.
+func rejectionType(t string) string {
+	switch t {
+	case workflows.ErrTypeUnknownCall, workflows.ErrTypeNotWaiting, workflows.ErrTypeInvalidResponse:
+		return t
+	}
+	return workflows.ErrTypeInvalidResponse
 }

@@ -63,6 +63,7 @@ func TestPluginAndClientOnARealServer(t *testing.T) {
 	var rejected *tollgate.RejectedError
 	require.True(t, errors.As(err, &rejected), "%v", err)
 	require.Contains(t, rejected.Reason, `there is no call "nope"`)
+	require.Equal(t, workflows.ErrTypeUnknownCall, rejected.Type)
 
 	card, err := tg.Respond(ctx, "greet-1", workflows.Response{CallID: "g1", Decision: results.DecisionApprove, By: "ann"})
 	require.NoError(t, err)
@@ -74,6 +75,7 @@ func TestPluginAndClientOnARealServer(t *testing.T) {
 
 	_, err = tg.Respond(ctx, "greet-1", workflows.Response{CallID: "g1", Decision: results.DecisionApprove, By: "late"})
 	require.True(t, errors.As(err, &rejected), "%v", err)
+	require.Equal(t, workflows.ErrTypeNotWaiting, rejected.Type, "a turn that has ended waits for nothing")
 }
 
 func TestResponseIDNamesTheResponse(t *testing.T) {

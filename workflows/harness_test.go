@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -234,8 +236,15 @@ func (h *harness) update(r Response, got *updateOutcome) {
 	h.env.UpdateWorkflow(RespondName, fmt.Sprintf("u-%s-%s-%d", r.CallID, r.Decision, updateSeq), &testsuite.TestUpdateCallback{
 		OnAccept: func() {},
 		OnReject: func(err error) {
-			if got != nil {
-				got.rejected = err
+			if got == nil {
+				return
+			}
+			// Callers read the sentence and the kind, as tollgate.Client
+			// and the gateway do.
+			got.rejected = err
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) {
+				got.rejected, got.rejectedKind = errors.New(app.Message()), app.Type()
 			}
 		},
 		OnComplete: func(v any, err error) {
@@ -251,10 +260,11 @@ func (h *harness) update(r Response, got *updateOutcome) {
 }
 
 type updateOutcome struct {
-	rejected  error
-	completed bool
-	err       error
-	card      results.Card
+	rejected     error
+	rejectedKind string
+	completed    bool
+	err          error
+	card         results.Card
 }
 
 func (h *harness) state(t *testing.T) State {

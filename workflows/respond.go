@@ -3,11 +3,13 @@ package workflows
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities/tool"
@@ -18,7 +20,7 @@ func (t *turn) onUpdate(ctx workflow.Context, r Response) (results.Card, error) 
 	// The validator ran just before; checking again costs nothing and
 	// keeps the handler safe if it is ever called without one.
 	if err := t.validateResponse(r); err != nil {
-		return results.Card{}, err
+		return results.Card{}, asUpdateFailure(err)
 	}
 	c := t.find(r.CallID)
 	target := c.applied + 1
@@ -91,7 +93,7 @@ var fits = map[results.DecisionKind][]results.State{
 // Each error is a sentence a person can act on.
 func (t *turn) validateResponse(r Response) error {
 	if t.status.Final() {
-		return fmt.Errorf("the turn has ended (%s); it takes no more responses", t.status)
+		return notWaiting("the turn has ended (%s); it takes no more responses", t.status)
 	}
 	if t.hardened() {
 		if err := checkResponseSize(r); err != nil {
@@ -103,14 +105,14 @@ func (t *turn) validateResponse(r Response) error {
 		if r.CallID == "" {
 			return fmt.Errorf("the response names no call_id")
 		}
-		return fmt.Errorf("there is no call %q in this turn%s", r.CallID, t.waitingHint())
+		return &rejection{kind: ErrTypeUnknownCall, err: fmt.Errorf("there is no call %q in this turn%s", r.CallID, t.waitingHint())}
 	}
 	allowed, known := fits[r.Decision]
 	if !known {
 		return fmt.Errorf("decision %q is not one of approve, deny, answer, connected, cancel", r.Decision)
 	}
 	if c.pending != nil {
-		return fmt.Errorf("call %s already has a %s response from %s; a wait takes one answer", c.card.CallID, c.pending.Decision, byOrAnonymous(c.pending.By))
+		return notWaiting("call %s already has a %s response from %s; a wait takes one answer", c.card.CallID, c.pending.Decision, byOrAnonymous(c.pending.By))
 	}
 	if !c.card.State.Waiting() {
 		msg := fmt.Sprintf("call %s is %s, not waiting for a response", c.card.CallID, c.card.State)
@@ -118,7 +120,7 @@ func (t *turn) validateResponse(r Response) error {
 			d := c.card.Decisions[n-1]
 			msg += fmt.Sprintf(" (it got %s from %s)", d.Decision, byOrAnonymous(d.By))
 		}
-		return fmt.Errorf("%s", msg)
+		return notWaiting("%s", msg)
 	}
 	if !slices.Contains(allowed, c.card.State) {
 		return fmt.Errorf("call %s is %s; %s does not fit that wait (use %s)", c.card.CallID, c.card.State, r.Decision, decisionsFor(c.card.State))
@@ -282,4 +284,46 @@ func (c *call) endWait(reason, by string) {
 func (c *call) record(ctx workflow.Context, d results.Decision) {
 	d.At = workflow.Now(ctx)
 	c.card.Decisions = append(c.card.Decisions, d)
+}
+
+// Kinds of refused responses, the failure type a respond Update is
+// rejected with, so an HTTP caller can say 404, 409 or 422 without
+// parsing sentences.
+const (
+	// ErrTypeUnknownCall: the turn has no call with that id.
+	ErrTypeUnknownCall = "UnknownCall"
+	// ErrTypeNotWaiting: the call (or the whole turn) no longer waits, or
+	// already has its answer.
+	ErrTypeNotWaiting = "NotWaiting"
+	// ErrTypeInvalidResponse: the response does not fit the wait: a
+	// decision, arguments or answer the call cannot take.
+	ErrTypeInvalidResponse = "InvalidResponse"
+)
+
+// rejection is a refused response with its kind.
+type rejection struct {
+	kind string
+	err  error
+}
+
+func (r *rejection) Error() string { return r.err.Error() }
+func (r *rejection) Unwrap() error { return r.err }
+
+func notWaiting(format string, args ...any) error {
+	return &rejection{kind: ErrTypeNotWaiting, err: fmt.Errorf(format, args...)}
+}
+
+// asUpdateFailure turns a refusal into the application error the Update
+// caller sees: the sentence, typed by its kind (invalid unless said
+// otherwise). Non-retryable: sending the same response again cannot help.
+func asUpdateFailure(err error) error {
+	if err == nil {
+		return nil
+	}
+	kind := ErrTypeInvalidResponse
+	var rej *rejection
+	if errors.As(err, &rej) {
+		kind = rej.kind
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), kind, nil)
 }

@@ -94,7 +94,7 @@ func (t *turn) setup(ctx workflow.Context) error {
 		return fmt.Errorf("register state query: %w", err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, RespondName, t.onUpdate, workflow.UpdateHandlerOptions{
-		Validator: func(_ workflow.Context, r Response) error { return t.validateResponse(r) },
+		Validator: func(_ workflow.Context, r Response) error { return asUpdateFailure(t.validateResponse(r)) },
 	}); err != nil {
 		return fmt.Errorf("register respond update: %w", err)
 	}

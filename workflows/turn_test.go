@@ -192,6 +192,7 @@ func TestChoiceInterruptAnswered(t *testing.T) {
 	require.Equal(t, "Which tone?", mid.Cards[0].Interrupt.Prompt)
 	require.ErrorContains(t, wrong.rejected, "does not fit that wait")
 	require.EqualError(t, second.rejected, "call q1 is running, not waiting for a response (it got answer from dan)")
+	require.Equal(t, ErrTypeNotWaiting, second.rejectedKind)
 	require.Equal(t, []string{"ask:casual"}, h.log.all())
 	require.Equal(t, []string{"q1 error=false the user chose casual"}, toolTexts(h.model.last()))
 	require.Equal(t, StatusCompleted, res.Status)
@@ -365,12 +366,13 @@ func TestInvalidUpdatesAreRejectedAndChangeNothing(t *testing.T) {
 	cases := []struct {
 		r    Response
 		want string
+		kind string
 	}{
-		{Response{CallID: "zz", Decision: results.DecisionApprove}, `there is no call "zz" in this turn; waiting: w1`},
-		{Response{Decision: results.DecisionApprove}, "the response names no call_id"},
-		{Response{CallID: "w1", Decision: "maybe"}, `decision "maybe" is not one of approve, deny, answer, connected, cancel`},
-		{Response{CallID: "w1", Decision: results.DecisionAnswer, Answer: json.RawMessage(`"x"`)}, "call w1 is pending_approval; answer does not fit that wait (use approve or deny or cancel)"},
-		{Response{CallID: "w1", Decision: results.DecisionDeny, Answer: json.RawMessage(`"x"`)}, "an answer only goes with the answer decision"},
+		{Response{CallID: "zz", Decision: results.DecisionApprove}, `there is no call "zz" in this turn; waiting: w1`, ErrTypeUnknownCall},
+		{Response{Decision: results.DecisionApprove}, "the response names no call_id", ErrTypeInvalidResponse},
+		{Response{CallID: "w1", Decision: "maybe"}, `decision "maybe" is not one of approve, deny, answer, connected, cancel`, ErrTypeInvalidResponse},
+		{Response{CallID: "w1", Decision: results.DecisionAnswer, Answer: json.RawMessage(`"x"`)}, "call w1 is pending_approval; answer does not fit that wait (use approve or deny or cancel)", ErrTypeInvalidResponse},
+		{Response{CallID: "w1", Decision: results.DecisionDeny, Answer: json.RawMessage(`"x"`)}, "an answer only goes with the answer decision", ErrTypeInvalidResponse},
 	}
 	got := make([]updateOutcome, len(cases))
 	for i, c := range cases {
@@ -383,6 +385,7 @@ func TestInvalidUpdatesAreRejectedAndChangeNothing(t *testing.T) {
 
 	for i, c := range cases {
 		require.EqualError(t, got[i].rejected, c.want)
+		require.Equal(t, c.kind, got[i].rejectedKind, c.want)
 	}
 	require.Equal(t, results.StatePendingApproval, mid.Cards[0].State)
 	require.Empty(t, mid.Cards[0].Decisions)
