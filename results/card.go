@@ -122,6 +122,20 @@ type Card struct {
 	Reason string `json:"reason,omitempty"`
 
 	Decisions []Decision `json:"decisions,omitempty"`
+
+	// Preview is what the call would change, for the person deciding on
+	// it: set while the call waits for approval when its tool can preview
+	// (tool.Spec.Previews), and kept after the decision so that a reviewer
+	// sees what was approved. It is a snapshot of the workspace when the
+	// call started waiting, for the arguments the model sent (not edited
+	// ones), bounded by MaxPreviewBytes (BoundPreview). Never shown to the
+	// model.
+	Preview []FileDiff `json:"preview,omitempty"`
+	// PreviewNote is one sentence about the preview when there is one to
+	// say: that the call as it stands would fail and the tool's reason,
+	// that it would change nothing, or why no preview could be made. At
+	// most MaxPreviewNote bytes.
+	PreviewNote string `json:"preview_note,omitempty"`
 }
 
 // EffectiveArguments are the arguments the tool runs with.
@@ -228,7 +242,9 @@ func (c Card) Validate() error {
 			return fmt.Errorf("card %s decision %d: unknown decision %q", c.CallID, i, d.Decision)
 		}
 	}
-	return nil
+	// A preview is allowed in every state: it is made when the call
+	// starts waiting and stays through whatever follows.
+	return c.validatePreview()
 }
 
 var decisionKinds = []string{

@@ -224,6 +224,7 @@ func (c *Card) canonicalize() {
 	if c.Output != nil {
 		c.Output.canonicalize()
 	}
+	c.Preview = nilIfEmpty(c.Preview)
 	c.Decisions = nilIfEmpty(c.Decisions)
 	for i := range c.Decisions {
 		d := &c.Decisions[i]

@@ -64,6 +64,18 @@ func goldenCards() []namedCard {
 			CallID: "call_1", Tool: "delete_file", Arguments: args,
 			State: results.StatePendingApproval,
 		}},
+		{"card_pending_approval_preview", results.Card{
+			CallID: "call_14", Tool: "edit_file", Arguments: json.RawMessage(`{"path":"main.go","old_string":"v1","new_string":"v2"}`),
+			State: results.StatePendingApproval,
+			Preview: []results.FileDiff{
+				{Path: "main.go", Diff: "--- a/main.go\n+++ b/main.go\n@@ -1 +1 @@\n-const version = \"v1\"\n+const version = \"v2\"\n"},
+			},
+		}},
+		{"card_pending_approval_preview_note", results.Card{
+			CallID: "call_15", Tool: "edit_file", Arguments: json.RawMessage(`{"path":"main.go","old_string":"v3","new_string":"v4"}`),
+			State:       results.StatePendingApproval,
+			PreviewNote: "edit_file would fail: old_string was not found in main.go; read the file and copy the text exactly",
+		}},
 		{"card_pending_approval_plan", results.Card{
 			CallID: "call_2", Tool: "deploy", Arguments: json.RawMessage(`{"env":"prod"}`),
 			State:     results.StatePendingApproval,
