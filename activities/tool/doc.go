@@ -23,4 +23,8 @@
 //
 // Register it with the worker's registry (tool.NewRegistry or
 // Registry.Register) and list it in a turn's "tools".
+//
+// A tool that changes files can also show what a call would change before
+// a person approves it: declare it with FuncWithPreview, or implement
+// Previewer. The diff then appears on the waiting call's card.
 package tool

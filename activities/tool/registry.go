@@ -29,6 +29,11 @@ func (r *Registry) Register(t Tool) error {
 	if err != nil {
 		return fmt.Errorf("register tool: %w", err)
 	}
+	// Describe would quietly clear the flag; a tool that claims to preview
+	// without the method is more likely a mistake to report.
+	if _, ok := t.(Previewer); spec.Previews && !ok {
+		return fmt.Errorf("register tool: %s sets Previews but has no Preview method", spec.Name)
+	}
 	if _, dup := r.tools[spec.Name]; dup {
 		return fmt.Errorf("register tool: %s is already registered", spec.Name)
 	}
@@ -59,12 +64,13 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// Specs lists the specs of the registered tools in name order.
+// Specs lists the specs of the registered tools in name order, as
+// Describe reports them.
 func (r *Registry) Specs() []Spec {
 	names := r.Names()
 	specs := make([]Spec, len(names))
 	for i, n := range names {
-		specs[i] = r.tools[n].Spec()
+		specs[i] = Describe(r.tools[n])
 	}
 	return specs
 }

@@ -40,6 +40,11 @@ type Spec struct {
 	// MaxOutputBytes and MaxOutputLines bound what the model is shown.
 	MaxOutputBytes int `json:"max_output_bytes"`
 	MaxOutputLines int `json:"max_output_lines"`
+	// Previews says the tool implements Previewer, so the workflow can ask
+	// for a preview of a call waiting for approval without calling the
+	// tool first. Describe sets it from the tool itself; FuncWithPreview
+	// sets it on the spec it builds.
+	Previews bool `json:"previews,omitempty"`
 }
 
 var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

@@ -97,11 +97,21 @@ type funcTool[A any] struct {
 func (t funcTool[A]) Spec() Spec { return t.spec }
 
 func (t funcTool[A]) Run(ctx context.Context, call Call) (results.Outcome, error) {
+	args, err := decodeArgs[A](call)
+	if err != nil {
+		return results.FailTool("%v", err), nil
+	}
+	return t.run(ctx, call, args)
+}
+
+// decodeArgs reads a call's arguments into A. The error is a sentence for
+// the model (or, in a preview, the person deciding).
+func decodeArgs[A any](call Call) (A, error) {
 	var args A
 	if len(call.Arguments) > 0 {
 		if err := json.Unmarshal(call.Arguments, &args); err != nil {
-			return results.FailTool("invalid arguments: %v", err), nil
+			return args, fmt.Errorf("invalid arguments: %w", err)
 		}
 	}
-	return t.run(ctx, call, args)
+	return args, nil
 }
