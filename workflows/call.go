@@ -170,8 +170,8 @@ func (t *turn) drive(ctx workflow.Context, c *call) {
 // turn is cancelled.
 func (t *turn) wait(ctx workflow.Context, c *call) {
 	timeout := t.in.Policy.responseTimeout()
-	t.showWaiting(ctx)
-	defer t.showWaiting(ctx)
+	t.waitsChanged(ctx)
+	t.emitWaiting(ctx, c)
 	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 		Timeout:      timeout,
 		TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("%s %s: %s", c.card.CallID, c.card.Tool, c.card.State)},
@@ -194,6 +194,8 @@ func (t *turn) wait(ctx workflow.Context, c *call) {
 		t.apply(c)
 	}
 	c.applied++
+	t.emitDecided(ctx, c)
+	t.waitsChanged(ctx)
 }
 
 // transferred reports whether a call of the turn has handed the

@@ -18,6 +18,11 @@ type Features struct {
 	Webhooks bool `json:"webhooks,omitempty"`
 }
 
+// outsideVersion of the turn's change marker adds what outside systems
+// read: the recorded features, search attributes (search.go) and webhook
+// events (webhook.go).
+const outsideVersion = uiVersion + 1
+
 // record returns the features this run was started with, the same on
 // every replay.
 func (f Features) record(ctx workflow.Context) Features {

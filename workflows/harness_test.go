@@ -188,6 +188,12 @@ type harness struct {
 
 func newHarness(t *testing.T, replies ...results.Message) *harness {
 	t.Helper()
+	return newHarnessWith(t, Features{}, replies...)
+}
+
+// newHarnessWith runs the turn as a deployment with features f would.
+func newHarnessWith(t *testing.T, f Features, replies ...results.Message) *harness {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	env := suite.NewTestWorkflowEnvironment()
@@ -197,7 +203,7 @@ func newHarness(t *testing.T, replies ...results.Message) *harness {
 	require.NoError(t, err)
 	store, err := transcript.NewStore(t.TempDir())
 	require.NoError(t, err)
-	env.RegisterWorkflowWithOptions(AgentTurn, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflowWithOptions(f.AgentTurn, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivity(&activities.Activities{Tools: reg, Models: h.model, Transcripts: store, Workspace: t.TempDir()})
 	return h
 }

@@ -22,6 +22,13 @@ import (
 // search attribute upsert at the start of every turn.
 const uiVersion = hardeningVersion + 1
 
+// waitsChanged tells the UI and the search attributes that a call started
+// or stopped waiting.
+func (t *turn) waitsChanged(ctx workflow.Context) {
+	t.showWaiting(ctx)
+	t.publish(ctx)
+}
+
 // maxSummaryRunes keeps a one-line summary one line in the UI.
 const maxSummaryRunes = 80
 

@@ -12,17 +12,24 @@ import (
 	"github.com/tollgate-dev/tollgate/activities"
 	"github.com/tollgate-dev/tollgate/activities/model"
 	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
 // AgentTurn runs one agent turn: model, tools, people, until a final
 // answer, a transfer, max_steps or cancellation.
 func AgentTurn(ctx workflow.Context, in Input) (Result, error) {
+	return Features{}.AgentTurn(ctx, in)
+}
+
+// AgentTurn is the AgentTurn workflow on a deployment with these
+// features.
+func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 	if err := validateInput(in); err != nil {
 		return Result{}, temporal.NewNonRetryableApplicationError("invalid turn input: "+err.Error(), ErrTypeInvalidInput, nil)
 	}
 	t := &turn{in: in, status: StatusRunning}
-	if err := t.setup(ctx); err != nil {
+	if err := t.setup(ctx, f); err != nil {
 		return Result{}, err
 	}
 	return t.run(ctx)
@@ -32,8 +39,9 @@ func AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // and hostile responders: calls per step capped, response fields bounded,
 // the history guard, transfers ending waits, named tool activities and
 // cancellations that tell a queued or unstarted call from a running one.
-// Version 2 (uiVersion) adds activity summaries. Turns that started before
-// a version replay as they ran.
+// Version 2 (uiVersion) adds activity summaries; version 3
+// (outsideVersion) the search attributes and webhook events. Turns that
+// started before a version replay as they ran.
 const (
 	hardeningChange  = "hardening"
 	hardeningVersion = 1
@@ -46,10 +54,16 @@ type turn struct {
 	id string
 	v  workflow.Version
 	// ui is set for turns that summarise their activities for the UI.
-	ui      bool
-	specs   map[string]tool.Spec
-	schemas map[string]*tool.Schema
-	defs    []model.ToolDef
+	ui bool
+	// features are the deployment's, as recorded when the turn started.
+	features Features
+	// listed is what the search attributes say; deliveries counts webhook
+	// deliveries not yet started.
+	listed     listing
+	deliveries int
+	specs      map[string]tool.Spec
+	schemas    map[string]*tool.Schema
+	defs       []model.ToolDef
 
 	status Status
 	step   int
@@ -82,10 +96,13 @@ type turn struct {
 
 func (t *turn) hardened() bool { return t.v >= hardeningVersion }
 
-func (t *turn) setup(ctx workflow.Context) error {
+func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
-	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, uiVersion)
+	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, outsideVersion)
 	t.ui = t.v >= uiVersion
+	if t.v >= outsideVersion {
+		t.features = f.record(ctx)
+	}
 	t.byID = map[string]*call{}
 	t.nextSuffix = map[string]int{}
 	if err := workflow.SetQueryHandler(ctx, StateQuery, func() (State, error) {
@@ -99,6 +116,7 @@ func (t *turn) setup(ctx workflow.Context) error {
 		return fmt.Errorf("register respond update: %w", err)
 	}
 	workflow.Go(ctx, t.receiveSignals)
+	t.publish(ctx)
 
 	t.conv = append(t.conv, t.in.Messages...)
 	t.firstNew = len(t.conv)
@@ -207,8 +225,10 @@ func (t *turn) interruption() string {
 func (t *turn) finish(ctx workflow.Context) (Result, error) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	if err := workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) }); err != nil {
-		return Result{}, fmt.Errorf("wait for respond handlers: %w", err)
+	t.publish(dctx)
+	t.emit(dctx, webhook.TypeTurnEnded, "", nil)
+	if err := workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) && t.deliveries == 0 }); err != nil {
+		return Result{}, fmt.Errorf("wait for respond handlers and webhook deliveries: %w", err)
 	}
 	ch := workflow.GetSignalChannel(dctx, RespondName)
 	for {
