@@ -84,8 +84,9 @@ func diffLines(a, b []string) []edit {
 
 func myers(a, b []string) []edit {
 	n, m := len(a), len(b)
-	if n == 0 && m == 0 {
-		return nil
+	if n == 0 || m == 0 {
+		// All removed or all added (a new file): nothing to search.
+		return replaceAll(n, m)
 	}
 	maxD := n + m
 	if maxD > maxDiffEdits {
@@ -114,6 +115,15 @@ func myers(a, b []string) []edit {
 				return backtrack(trace, n, m)
 			}
 		}
+	}
+	return replaceAll(n, m)
+}
+
+// replaceAll is the script that removes all n old lines, then adds all m
+// new ones.
+func replaceAll(n, m int) []edit {
+	if n+m == 0 {
+		return nil
 	}
 	script := make([]edit, 0, n+m)
 	for i := range n {

@@ -207,7 +207,10 @@ func TestRootGuardsAfterCheck(t *testing.T) {
 			requireEscaped(t, err, want)
 			_, err = listDir(dir)
 			requireEscaped(t, err, want)
-			_, _, err = readForChange(file)
+			_, _, err = readForChange(file, 0)
+			requireEscaped(t, err, want)
+			// As a preview reads it.
+			_, _, err = readForChange(file, maxPreviewFileBytes)
 			requireEscaped(t, err, want)
 			requireEscaped(t, replaceFile(file, "pwned"), want)
 			requireEscaped(t, replaceFile(created, "pwned"), want)

@@ -39,6 +39,8 @@ func TestFIFOSwappedInAfterCheck(t *testing.T) {
 
 	_, err = readFile(tg, readFileArgs{}, Options{}.withDefaults())
 	require.ErrorContains(t, err, "notes.txt is not a regular file")
-	_, _, err = readForChange(tg)
-	require.ErrorContains(t, err, "notes.txt is not a regular file")
+	for _, maxRead := range []int64{0, maxPreviewFileBytes} {
+		_, _, err = readForChange(tg, maxRead)
+		require.ErrorContains(t, err, "notes.txt is not a regular file")
+	}
 }
