@@ -301,16 +301,19 @@ func (d *Deliverer) Deliver(ctx context.Context, e Event) error {
 	}
 	logger := activity.GetLogger(ctx)
 
+	var pending []receiver
+	for _, r := range d.receivers {
+		if !slices.Contains(done.Delivered, r.key) && !slices.Contains(done.Gone, r.key) {
+			pending = append(pending, r)
+		}
+	}
 	var (
-		mu       sync.Mutex
+		mu       sync.Mutex // guards done, failures, retryIn
 		wg       sync.WaitGroup
 		failures []string
 		retryIn  time.Duration
 	)
-	for _, r := range d.receivers {
-		if slices.Contains(done.Delivered, r.key) || slices.Contains(done.Gone, r.key) {
-			continue
-		}
+	for _, r := range pending {
 		wg.Go(func() {
 			status, after, err := d.send(ctx, r, e.ID, body)
 			mu.Lock()

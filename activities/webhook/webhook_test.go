@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/gateway/links"
@@ -430,4 +431,38 @@ func TestNewRefusesBadOptions(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+func TestReceiverDownForAnHourGetsTheEvent(t *testing.T) {
+	// ActivityOptions back off from 5s to every 10 minutes: 12 failures
+	// span more than an hour of workflow time, well inside the day the
+	// policy retries for. The test suite caps attempts at 10 when a policy
+	// sets no maximum (production's is unlimited), so this workflow lifts
+	// that cap and changes nothing else.
+	failures := make([]int, 12)
+	for i := range failures {
+		failures[i] = http.StatusBadGateway
+	}
+	rcv := newReceiver(t, failures...)
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	d := deliverer(t, webhook.Options{URLs: []string{rcv.URL}})
+	env.RegisterActivityWithOptions(d.Deliver, activity.RegisterOptions{Name: webhook.DeliverName})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, e webhook.Event) error {
+		o := webhook.ActivityOptions()
+		p := *o.RetryPolicy
+		p.MaximumAttempts = 100
+		o.RetryPolicy = &p
+		ctx = workflow.WithActivityOptions(ctx, o)
+		return workflow.ExecuteActivity(ctx, webhook.DeliverName, e).Get(ctx, nil)
+	}, workflow.RegisterOptions{Name: "uncapped"})
+	start := env.Now()
+	env.ExecuteWorkflow("uncapped", waitingEvent())
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, rcv.deliveries(), 13)
+	elapsed := env.Now().Sub(start)
+	require.Greater(t, elapsed, time.Hour)
+	require.Less(t, elapsed, 2*time.Hour, "retries keep coming every 10 minutes")
+	t.Logf("delivered on attempt 13 after %s of workflow time", elapsed)
 }
