@@ -93,16 +93,19 @@ func selectBuiltins(all []tool.Tool, names []string) ([]tool.Tool, error) {
 	return out, nil
 }
 
-// register registers the AgentTurn workflow and, unless acts is nil (a
-// replayer), the activities under their contract names.
-func register(r Registry, acts *activities.Activities) {
-	r.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	if acts == nil {
-		return
-	}
+// register registers the workflows, as a deployment with features runs
+// them, and the activities under their contract names.
+func register(r Registry, f workflows.Features, acts *activities.Activities) {
+	r.RegisterWorkflowWithOptions(f.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	r.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: activities.RunToolName})
 	r.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: activities.CallModelName})
 	r.RegisterActivityWithOptions(acts.DescribeTools, activity.RegisterOptions{Name: activities.DescribeToolsName})
+}
+
+// registerReplayer registers the workflows a replayer replays. Their
+// features come from the recorded history, so none are given here.
+func registerReplayer(r Registry) {
+	r.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
 }
 
 // workspace resolves the workspace to an absolute, symlink-free path and

@@ -34,6 +34,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/model"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -85,6 +86,20 @@ type Options struct {
 	FetchAllow []string
 	// ShellEnv names environment variables the shell tool passes on.
 	ShellEnv []string
+
+	// SearchAttributes says the server has Tollgate's search attributes
+	// registered (see MissingSearchAttributes), so turns keep them
+	// current. Off, turns write none: a server without them would fail
+	// every workflow task that tried.
+	SearchAttributes bool
+	// Webhooks, with receiver URLs, has turns announce waits, decisions
+	// and their end to them (see webhook.FromEnv).
+	Webhooks webhook.Options
+}
+
+// features are what the options offer workflows.
+func (o Options) features() workflows.Features {
+	return workflows.Features{SearchAttributes: o.SearchAttributes, Webhooks: len(o.Webhooks.URLs) > 0}
 }
 
 func (o Options) withDefaults() Options {
@@ -102,8 +117,11 @@ func (o Options) withDefaults() Options {
 // the activities; on a workflow replayer it does both (workflow only).
 type Plugin struct {
 	*temporal.SimplePlugin
-	acts    *activities.Activities
-	storage converter.ExternalStorage
+	acts     *activities.Activities
+	features workflows.Features
+	// webhooks delivers webhook events; nil without receivers.
+	webhooks *webhook.Deliverer
+	storage  converter.ExternalStorage
 	// registered holds the instance keys of the workers and replayers the
 	// plugin has registered on: a replayer runs the plugin before every
 	// history, and registering twice panics.
@@ -130,7 +148,17 @@ func NewPlugin(opts Options) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newPlugin(opts.DataDir, acts)
+	p, err := newPlugin(opts.DataDir, acts)
+	if err != nil {
+		return nil, err
+	}
+	p.features = opts.features()
+	if p.features.Webhooks {
+		if p.webhooks, err = webhook.New(opts.Webhooks); err != nil {
+			return nil, fmt.Errorf("tollgate: %w", err)
+		}
+	}
+	return p, nil
 }
 
 // NewClientPlugin is the plugin for a program that starts, answers or
@@ -167,9 +195,9 @@ func newPlugin(dataDir string, acts *activities.Activities) (*Plugin, error) {
 			}
 			switch {
 			case o.WorkflowReplayer:
-				register(o.Registry, nil)
+				registerReplayer(o.Registry)
 			case p.acts != nil:
-				register(o.Registry, p.acts)
+				p.Register(o.Registry)
 			}
 			return nil
 		},
@@ -197,4 +225,13 @@ func (p *Plugin) Workspace() string {
 // Register registers AgentTurn and its activities (none for a client
 // plugin) on r directly, for registries a plugin cannot reach: the SDK's
 // testsuite environment.
-func (p *Plugin) Register(r Registry) { register(r, p.acts) }
+func (p *Plugin) Register(r Registry) {
+	if p.acts == nil {
+		registerReplayer(r)
+		return
+	}
+	register(r, p.features, p.acts)
+	if p.webhooks != nil {
+		p.webhooks.Register(r)
+	}
+}
