@@ -75,7 +75,9 @@ func (a *Activities) DescribeTools(_ context.Context, names []string) ([]tool.Sp
 			unknown = append(unknown, n)
 			continue
 		}
-		specs = append(specs, t.Spec().WithDefaults())
+		// Describe also says whether the tool previews, so the workflow
+		// knows whether to ask PreviewTool when a call waits for approval.
+		specs = append(specs, tool.Describe(t))
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)

@@ -1,6 +1,7 @@
 // Package activities holds the Temporal activities of a turn: RunTool runs
-// one tool call, CallModel asks the model for its next message, and
-// DescribeTools tells the workflow what the worker's tools are.
+// one tool call, CallModel asks the model for its next message,
+// DescribeTools tells the workflow what the worker's tools are, and
+// PreviewTool shows what a call waiting for approval would change.
 //
 // The tool SDK lives in activities/tool, the built-in tools in
 // activities/builtin, model providers under activities/model, account
