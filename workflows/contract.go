@@ -44,6 +44,12 @@ type Input struct {
 	// User owns the turn; tools look up account connections for them.
 	User   string       `json:"user,omitempty"`
 	Params model.Params `json:"params,omitempty"`
+	// Head continues a stored conversation: the Result.Head of the turn
+	// before. With it, Messages holds only the messages that follow the
+	// stored part (the ones Result.Head does not cover), so the
+	// conversation is never resent whole. A turn whose head is no longer
+	// in the transcript store fails rather than go on without its history.
+	Head string `json:"head,omitempty"`
 }
 
 // OnTimeout says what happens to a wait that outlives the response timeout.
@@ -178,4 +184,11 @@ type Result struct {
 	Steps          int         `json:"steps"`
 	Usage          model.Usage `json:"usage"`
 	InvalidSignals int         `json:"invalid_signals"`
+	// Head names the stored conversation through the turn's last model
+	// reply (Input.Head when the model never replied; empty when the
+	// worker could not store it). What follows that reply is not stored:
+	// the tool results of a turn that stopped mid-step, or, without a
+	// reply, Input.Messages and the prompt. A turn that continues the
+	// conversation gets Head and those messages.
+	Head string `json:"head,omitempty"`
 }

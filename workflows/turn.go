@@ -120,6 +120,12 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 
 	t.conv = append(t.conv, t.in.Messages...)
 	t.firstNew = len(t.conv)
+	// A turn that continues a stored conversation holds only what follows
+	// its head: conv[:0] is stored, so the first call sends all of conv.
+	if err := checkHead(t.in.Head); err != nil {
+		return temporal.NewNonRetryableApplicationError("invalid turn input: "+err.Error(), ErrTypeInvalidInput, nil)
+	}
+	t.head = t.in.Head
 	if t.in.Prompt != "" {
 		t.conv = append(t.conv, results.UserText(t.in.Prompt))
 	}
@@ -242,6 +248,7 @@ func (t *turn) finish(ctx workflow.Context) (Result, error) {
 		Status:         t.status,
 		Text:           t.text,
 		Messages:       t.conv[t.firstNew:],
+		Head:           t.head,
 		Cards:          t.cards(),
 		Transfer:       t.transfer,
 		Error:          t.failure,
@@ -285,6 +292,11 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	err := workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeTranscriptMissing {
+		if t.in.Head != "" {
+			// Resending "the whole conversation" would drop everything
+			// before the head, which this turn never held.
+			return results.Message{}, headMissing()
+		}
 		workflow.GetLogger(ctx).Warn("Stored conversation missing; resending it whole")
 		in.Transcript, in.Messages = "", t.conv
 		err = workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)
@@ -294,6 +306,13 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	}
 	reply := res.Response.Message
 	reply.Role = results.RoleAssistant
+	if res.Transcript == "" && t.in.Head != "" {
+		// Sending the conversation whole is no fallback here either; the
+		// reply is not kept, so Head still covers all but the unstored tail.
+		t.usage.InputTokens += res.Response.Usage.InputTokens
+		t.usage.OutputTokens += res.Response.Usage.OutputTokens
+		return results.Message{}, headUnstored()
+	}
 	t.conv = append(t.conv, reply)
 	t.head, t.sent = res.Transcript, len(t.conv)
 	if res.Transcript == "" {
