@@ -22,6 +22,8 @@ import (
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities/builtin"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
+	"github.com/tollgate-dev/tollgate/activities/webhook"
+	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
@@ -39,6 +41,11 @@ type flags struct {
 	workspace string
 	dataDir   string
 	logLevel  string
+	// gatewayAddr is where --dev serves the HTTP gateway; empty: nowhere.
+	gatewayAddr string
+	// searchAttributes is auto (use them when the server has them), on
+	// or off.
+	searchAttributes string
 	// dieWithParent is set by `make run`; see parent_linux.go.
 	dieWithParent bool
 }
@@ -55,6 +62,8 @@ func main() {
 	flag.StringVar(&f.workspace, "workspace", envOr("TOLLGATE_WORKSPACE", "workspace"), "directory the file and shell tools are confined to (TOLLGATE_WORKSPACE)")
 	flag.StringVar(&f.dataDir, "data", datadir.FromEnv(os.Getenv), "data directory: stored payloads, transcripts, connections, the dev database (TOLLGATE_DATA)")
 	flag.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	flag.StringVar(&f.gatewayAddr, "gateway-addr", "127.0.0.1:8080", "with --dev, where the HTTP gateway and inbox listen (loopback only; empty turns it off)")
+	flag.StringVar(&f.searchAttributes, "search-attributes", "auto", "keep Tollgate's search attributes current: auto (when the server has them), on, off")
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
 	flag.Parse()
 
@@ -81,19 +90,23 @@ func run(f flags, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	// Built before the embedded server starts, so a bad configuration (a
+	// Read before the embedded server starts, so a bad configuration (a
 	// workspace overlapping the data directory, say) stops nothing.
 	models, err := providers.LoadConfigFromEnv()
 	if err != nil {
 		return err
 	}
-	plugin, err := tollgate.NewPlugin(tollgate.Options{
-		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
-		FetchAllow: strings.Split(os.Getenv(builtin.FetchAllowEnv), ","),
-		ShellEnv:   builtin.ParseShellEnv(os.Getenv("TOLLGATE_SHELL_ENV")),
-	})
+	hooks, err := webhook.FromEnv(os.Getenv)
 	if err != nil {
 		return err
+	}
+	if err := builtin.CheckApart(f.dataDir, f.workspace); err != nil {
+		return err
+	}
+	switch f.searchAttributes {
+	case "auto", "on", "off":
+	default:
+		return fmt.Errorf("--search-attributes is %q; it takes auto, on or off", f.searchAttributes)
 	}
 
 	if f.dev {
@@ -127,19 +140,66 @@ func run(f flags, logger *slog.Logger) error {
 	}
 	defer c.Close()
 
+	if f.dev {
+		// The embedded server is ours to configure.
+		if err := tollgate.RegisterSearchAttributes(ctx, c, nsOr(f.namespace)); err != nil {
+			return err
+		}
+	}
+	plugin, err := tollgate.NewPlugin(tollgate.Options{
+		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
+		FetchAllow:       strings.Split(os.Getenv(builtin.FetchAllowEnv), ","),
+		ShellEnv:         builtin.ParseShellEnv(os.Getenv("TOLLGATE_SHELL_ENV")),
+		SearchAttributes: useSearchAttributes(ctx, c, f, logger),
+		Webhooks:         hooks,
+	})
+	if err != nil {
+		return err
+	}
+
 	w := worker.New(c, f.taskQueue, worker.Options{Plugins: []worker.Plugin{plugin}})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()
 
-	printBanner(f, plugin.Workspace(), uiURL)
+	var gw *devGateway
+	if f.dev && f.gatewayAddr != "" {
+		if gw, err = startDevGateway(f.gatewayAddr, f.dataDir, c, f.taskQueue, logger); err != nil {
+			return err
+		}
+		defer gw.Stop()
+	}
+	printBanner(f, plugin.Workspace(), uiURL, gw)
 	<-ctx.Done()
 	logger.Info("Shutting down")
 	return nil
 }
 
-func printBanner(f flags, workspace, uiURL string) {
+// useSearchAttributes decides whether turns keep the search attributes
+// current: with auto, when the server has every one. A server without
+// them would fail every workflow task that wrote one, so the worker runs
+// without and says so once.
+func useSearchAttributes(ctx context.Context, c client.Client, f flags, logger *slog.Logger) bool {
+	switch f.searchAttributes {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	missing, err := tollgate.MissingSearchAttributes(ctx, c, nsOr(f.namespace))
+	switch {
+	case err != nil:
+		logger.Warn("Cannot list the server's search attributes; turns will not keep them current (--search-attributes on forces them)", "error", err)
+		return false
+	case len(missing) > 0:
+		logger.Warn("The server lacks Tollgate's search attributes; turns run without them and cannot be listed by status until they are registered (see the README)", "missing", strings.Join(missing, ","))
+		return false
+	}
+	return true
+}
+
+func printBanner(f flags, workspace, uiURL string, gw *devGateway) {
 	address := f.address
 	if address == "" {
 		address = envOr("TEMPORAL_ADDRESS", client.DefaultHostPort)
@@ -147,6 +207,10 @@ func printBanner(f flags, workspace, uiURL string) {
 	ui := ""
 	if uiURL != "" {
 		ui = fmt.Sprintf("  Temporal Web UI  %s\n", uiURL)
+	}
+	if gw != nil {
+		ui += fmt.Sprintf("  Gateway, inbox   %s/inbox  (dev mode: loopback only, requests without a key act as %q)\n", gw.url, gateway.DevPrincipal)
+		ui += fmt.Sprintf("  Dev API key      %s\n", gw.key)
 	}
 	fmt.Fprintf(os.Stderr, `
 Tollgate worker ready.
@@ -157,8 +221,16 @@ Tollgate worker ready.
 
 Start a first turn in another shell:
   go run ./starter run --model scripted:demo --interactive "Summarise notes.txt into summary.md"
+%s
+`, address, nsOr(f.namespace), ui, f.taskQueue, workspace, f.dataDir, gatewayHint(gw))
+}
 
-`, address, nsOr(f.namespace), ui, f.taskQueue, workspace, f.dataDir)
+// gatewayHint shows how to find waiting calls over HTTP.
+func gatewayHint(gw *devGateway) string {
+	if gw == nil {
+		return ""
+	}
+	return fmt.Sprintf("Or list what waits for a person over HTTP:\n  curl -H \"Authorization: Bearer %s\" %s/v1/turns?status=waiting\n", gw.key, gw.url)
 }
 
 func nsOr(ns string) string {

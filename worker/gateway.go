@@ -1,0 +1,116 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/tollgate-dev/tollgate/gateway"
+	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/storage/atomicfile"
+)
+
+// devGateway is the HTTP gateway `worker --dev` serves beside the embedded
+// server, so `make run` can be approved from curl, a link or the inbox.
+// It listens on loopback only; anonymous requests act as the dev
+// principal, and the dev key (kept in the data directory, so curl lines
+// keep working across restarts) shows how real callers authenticate.
+type devGateway struct {
+	url string
+	key string
+	srv *http.Server
+}
+
+func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, logger *slog.Logger) (*devGateway, error) {
+	if err := gateway.CheckLoopback(addr); err != nil {
+		return nil, fmt.Errorf("the dev gateway serves anonymous requests, so it listens on loopback only: %w", err)
+	}
+	key, err := devSecret(filepath.Join(dataDir, "dev-gateway.key"), func() (string, error) {
+		k, _, err := apikey.New(gateway.DevPrincipal, apikey.Scopes, nil)
+		return k, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	keys, err := apikey.NewSet(apikey.Entry{Principal: gateway.DevPrincipal, SHA256: apikey.Hash(key), Scopes: apikey.Scopes})
+	if err != nil {
+		return nil, fmt.Errorf("dev gateway key: %w", err)
+	}
+	signer, err := devLinkSigner(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	handler, err := gateway.New(gateway.Options{
+		Temporal: c, TaskQueue: taskQueue, Keys: keys, Links: signer, Dev: true, Addr: addr, Logger: logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build the dev gateway: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("the dev gateway cannot listen on %s (--gateway-addr changes it, \"\" turns it off): %w", addr, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("Dev gateway stopped", "error", err)
+		}
+	}()
+	return &devGateway{url: "http://" + ln.Addr().String(), key: key, srv: srv}, nil
+}
+
+func (g *devGateway) Stop() { _ = g.srv.Close() }
+
+// devLinkSigner signs one-click links with a secret kept in the data
+// directory, the one TOLLGATE_LINK_SECRET_FILE names when set, so links
+// the worker's webhooks send are ones the dev gateway accepts.
+func devLinkSigner(dataDir string) (*links.Signer, error) {
+	path := os.Getenv("TOLLGATE_LINK_SECRET_FILE")
+	if path == "" {
+		path = filepath.Join(dataDir, "link.secret")
+		if _, err := devSecret(path, func() (string, error) {
+			b := make([]byte, 32)
+			_, err := rand.Read(b)
+			return base64.StdEncoding.EncodeToString(b), err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	secret, err := links.LoadSecret(path)
+	if err != nil {
+		return nil, err
+	}
+	return links.NewSigner(secret)
+}
+
+// devSecret returns the secret stored at path, making and storing one the
+// first time.
+func devSecret(path string, generate func() (string, error)) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	s, err := generate()
+	if err != nil {
+		return "", err
+	}
+	if err := atomicfile.Write(path, []byte(s+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("store %s: %w", path, err)
+	}
+	return s, nil
+}
