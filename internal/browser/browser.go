@@ -10,6 +10,7 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -166,46 +170,118 @@ func Open(ctx context.Context, url, ready string) error {
 }
 
 // WaitText waits, up to timeout (DefaultTimeout when zero), until the
-// page's visible text contains every one of texts. On timeout the error
-// names the texts still missing.
+// page's visible text, frames included (see PageText), contains every one
+// of texts. On timeout the error names the texts still missing.
 func WaitText(ctx context.Context, timeout time.Duration, texts ...string) error {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	// The page gives up after timeout; the context's deadline is only a
-	// backstop for a browser that stops answering.
-	wctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
-	defer cancel()
-	// innerText is what a person sees: no hidden elements, no markup.
-	_, err := chromedp.Run(wctx, chromedp.PollFunction[chromedp.Void](
-		`(texts) => texts.every(s => document.body && document.body.innerText.includes(s))`,
-		chromedp.WithPollingArgs(texts),
-		chromedp.WithPollingInterval(100*time.Millisecond),
-		chromedp.WithPollingTimeout(timeout),
-	))
-	if err == nil {
-		return nil
-	}
-	body, terr := PageText(ctx)
-	if terr != nil {
-		return fmt.Errorf("wait for text %q: %w", texts, err)
-	}
-	var missing []string
-	for _, s := range texts {
-		if !strings.Contains(body, s) {
-			missing = append(missing, s)
+	deadline := time.Now().Add(timeout)
+	for {
+		body, err := PageText(ctx)
+		var missing []string
+		for _, s := range texts {
+			if !strings.Contains(body, s) {
+				missing = append(missing, s)
+			}
 		}
+		switch {
+		case err == nil && len(missing) == 0:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("wait for text %q: %w", texts, ctx.Err())
+		case time.Now().After(deadline) && err != nil:
+			return fmt.Errorf("wait for text %q: %w", texts, err)
+		case time.Now().After(deadline):
+			return fmt.Errorf("wait for text: after %v the page does not show %q", timeout, missing)
+		}
+		time.Sleep(pollEvery)
 	}
-	return fmt.Errorf("wait for text: the page does not show %q: %w", missing, err)
 }
 
-// PageText is the visible text of the whole page.
+// pollEvery is how often WaitText reads the page again.
+const pollEvery = 100 * time.Millisecond
+
+// PageText is the visible text of the page and of its frames, each
+// frame's after the page's, separated by newlines. Pages often render
+// what a person reads in frames (the Temporal UI shows markdown in
+// sandboxed iframes), which a script in the page cannot read; the browser
+// can, so the frames are read through the DevTools protocol. Frames that
+// Chromium runs in a process of their own (another site's, or sandboxed
+// without allow-same-origin) are not read.
 func PageText(ctx context.Context) (string, error) {
-	return Text(ctx, "body")
+	wctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	texts, err := chromedp.Run(wctx, frameTexts)
+	if err != nil {
+		return "", fmt.Errorf("read the page's text: %w", err)
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// frameTexts is the innerText of every frame's body, the main frame first.
+// Each frame is read in an isolated world of its own, so neither the
+// page's scripts nor a sandbox without scripts stand in the way.
+func frameTexts(ctx context.Context, t *chromedp.Target) ([]string, error) {
+	tree, err := cdp.Call(ctx, t, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	var texts []string
+	var walk func(ft *page.FrameTree, main bool) error
+	walk = func(ft *page.FrameTree, main bool) error {
+		if ft == nil || ft.Frame == nil {
+			return nil
+		}
+		s, err := frameText(ctx, t, ft.Frame.ID)
+		switch {
+		case err != nil && main:
+			return err
+		case err == nil:
+			texts = append(texts, s)
+		}
+		// A frame that went away or lives in another process is skipped:
+		// the page is still rendering, and WaitText asks again.
+		for _, c := range ft.ChildFrames {
+			if err := walk(c, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(tree.FrameTree, true); err != nil {
+		return nil, err
+	}
+	return texts, nil
+}
+
+func frameText(ctx context.Context, t *chromedp.Target, frame cdp.FrameID) (string, error) {
+	world, err := cdp.Call(ctx, t, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame, WorldName: "tollgate-browser-text"})
+	if err != nil {
+		return "", err
+	}
+	byValue := true
+	r, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
+		Expression:    `document.body ? document.body.innerText : ""`,
+		ContextID:     world.ExecutionContextID,
+		ReturnByValue: &byValue,
+	})
+	if err != nil {
+		return "", err
+	}
+	if r.ExceptionDetails != nil {
+		return "", fmt.Errorf("read frame %s: %s", frame, r.ExceptionDetails.Text)
+	}
+	var s string
+	if r.Result == nil || json.Unmarshal(r.Result.Value, &s) != nil {
+		return "", fmt.Errorf("read frame %s: not a string", frame)
+	}
+	return s, nil
 }
 
 // Text is the visible text of the first element matching the CSS
-// selector, waiting up to DefaultTimeout for it to be present.
+// selector in the page (not in its frames), waiting up to DefaultTimeout
+// for it to be present.
 func Text(ctx context.Context, selector string) (string, error) {
 	wctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()

@@ -16,10 +16,14 @@ import (
 )
 
 // A page that only shows its text after a script runs, so the test proves
-// the browser executed the page, not just fetched it.
+// the browser executed the page, not just fetched it, and that shows more
+// in a sandboxed frame, as the Temporal UI renders markdown (a frame
+// without allow-same-origin would run in a process of its own, which
+// PageText does not read).
 const page = `<!doctype html>
 <html><body>
 <h1 id="title">Inbox</h1>
+<iframe sandbox="allow-same-origin" srcdoc="<p>write_file summary.md: pending approval</p>"></iframe>
 <p id="late" hidden>loaded by script</p>
 <script>
 setTimeout(() => {
@@ -39,17 +43,22 @@ func TestOpenReadAndScreenshot(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	require.NoError(t, browser.Open(ctx, srv.URL, "#title"))
-	require.NoError(t, browser.WaitText(ctx, 0, "2 calls waiting"))
+	require.NoError(t, browser.WaitText(ctx, 0, "2 calls waiting", "write_file summary.md: pending approval"))
 	title, err := browser.Text(ctx, "#title")
 	require.NoError(t, err)
 	require.Equal(t, "Inbox", title)
 	body, err := browser.PageText(ctx)
 	require.NoError(t, err)
 	require.Contains(t, body, "2 calls waiting")
+	require.Contains(t, body, "write_file summary.md: pending approval")
 	require.NotContains(t, body, "loaded by script")
+	// Text reads the page itself; the frame's text is not the page's.
+	all, err := browser.Text(ctx, "body")
+	require.NoError(t, err)
+	require.NotContains(t, all, "pending approval")
 
 	err = browser.WaitText(ctx, 300*time.Millisecond, "never shown")
-	require.ErrorContains(t, err, `"never shown"`)
+	require.ErrorContains(t, err, `does not show ["never shown"]`)
 
 	path := filepath.Join(t.TempDir(), "shots", "page.png")
 	require.NoError(t, browser.Screenshot(ctx, path))
