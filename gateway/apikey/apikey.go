@@ -298,13 +298,28 @@ func (s *Set) Lookup(key string) (Entry, bool) {
 		return Entry{}, false
 	}
 	sum := sha256.Sum256([]byte(key))
+	return s.find(sum[:])
+}
+
+// LookupHash finds the entry whose key hashes to sum (hex), for a session
+// that remembers which key logged it in: a key removed from the set ends
+// its sessions too.
+func (s *Set) LookupHash(sum string) (Entry, bool) {
+	b, err := hex.DecodeString(sum)
+	if err != nil || len(b) != sha256.Size {
+		return Entry{}, false
+	}
+	return s.find(b)
+}
+
+func (s *Set) find(sum []byte) (Entry, bool) {
 	s.mu.Lock()
 	s.reloadLocked()
 	entries := s.entries
 	s.mu.Unlock()
 	found := -1
 	for i := range entries {
-		if subtle.ConstantTimeCompare(sum[:], entries[i].sum) == 1 {
+		if subtle.ConstantTimeCompare(sum, entries[i].sum) == 1 {
 			found = i
 		}
 	}

@@ -46,6 +46,12 @@ func TestLookupFindsTheKeyAndNothingElse(t *testing.T) {
 	require.True(t, got.MayAnswer("write_file"))
 	require.False(t, got.MayAnswer("shell"))
 
+	got, ok = s.LookupHash(Hash(kCI))
+	require.True(t, ok)
+	require.Equal(t, "ci", got.Principal)
+	_, ok = s.LookupHash(kCI)
+	require.False(t, ok, "a key is not its hash")
+
 	for _, bad := range []string{"", kOps + "x", kOps[:len(kOps)-1], eOps.SHA256, strings.Repeat("a", 10000)} {
 		_, ok := s.Lookup(bad)
 		require.False(t, ok, "%q", bad)

@@ -1,0 +1,228 @@
+// Command gateway serves Tollgate's HTTP gateway: the JSON API under /v1,
+// one-click links and the web inbox (package gateway). It is a Temporal
+// client like the starter: it reads Temporal's own client configuration
+// and needs the workers' data directory for large payloads.
+//
+//	gateway --keys keys.json [--listen 127.0.0.1:8080] [--link-secret-file link.secret]
+//	gateway --dev                       anonymous access as "dev", loopback only
+//	gateway keys add --principal ops --scopes read,respond [--tools write_file] --file keys.json
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/gateway"
+	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// usageError is a command line that cannot run; exit code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	var err error
+	if len(args) >= 2 && args[0] == "keys" && args[1] == "add" {
+		err = keysAdd(args[2:], stdout, stderr, getenv)
+	} else if len(args) >= 1 && args[0] == "keys" {
+		err = usageError{"usage: gateway keys add --principal NAME --scopes read,respond[,start] [--tools a,b] --file keys.json"}
+	} else {
+		err = serve(ctx, args, stderr, getenv)
+	}
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "gateway:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "gateway:", err)
+		return 1
+	}
+}
+
+func keysAdd(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("gateway keys add", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	principal := fs.String("principal", "", "who the key speaks for: the `by` of its decisions (required)")
+	scopes := fs.String("scopes", "", "comma-separated `scopes`: read, respond, start (required)")
+	tools := fs.String("tools", "", "comma-separated `tools` whose calls the key may answer (default all)")
+	file := fs.String("file", getenv("TOLLGATE_GATEWAY_KEYS"), "keys `file` to append to, created if missing (TOLLGATE_GATEWAY_KEYS)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *principal == "" || *scopes == "" || *file == "" || fs.NArg() > 0 {
+		return usageError{"keys add needs --principal, --scopes and --file (or TOLLGATE_GATEWAY_KEYS), and no other arguments"}
+	}
+	sc, err := apikey.ParseScopes(*scopes)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	var ts []string
+	for t := range strings.SplitSeq(*tools, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			ts = append(ts, t)
+		}
+	}
+	key, err := apikey.AddToFile(*file, *principal, sc, ts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "Added a key for %s to %s. It is shown only now; the file keeps its hash.\n", *principal, *file)
+	fmt.Fprintln(stdout, key)
+	return nil
+}
+
+type serveFlags struct {
+	address, namespace, profile string
+	taskQueue, dataDir          string
+	listen                      string
+	keys                        string
+	linkSecret, sessionSecret   string
+	tlsCert, tlsKey             string
+	dev                         bool
+	respondTimeout              time.Duration
+	logLevel                    string
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
+	var f serveFlags
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.address, "address", "", "Temporal frontend `host:port` (default TEMPORAL_ADDRESS or 127.0.0.1:7233)")
+	fs.StringVar(&f.namespace, "namespace", "", "Temporal `namespace` (default TEMPORAL_NAMESPACE or default)")
+	fs.StringVar(&f.profile, "profile", "", "temporal.toml `profile` (default TEMPORAL_PROFILE or default)")
+	fs.StringVar(&f.taskQueue, "task-queue", or(getenv("TOLLGATE_TASK_QUEUE"), workflows.DefaultTaskQueue), "task `queue` POST /v1/turns starts turns on (TOLLGATE_TASK_QUEUE)")
+	fs.StringVar(&f.dataDir, "data", datadir.FromEnv(getenv), "the workers' data `directory`, for large payloads (TOLLGATE_DATA)")
+	fs.StringVar(&f.listen, "listen", or(getenv("TOLLGATE_GATEWAY_LISTEN"), "127.0.0.1:8080"), "`address` to serve on (TOLLGATE_GATEWAY_LISTEN)")
+	fs.StringVar(&f.keys, "keys", getenv("TOLLGATE_GATEWAY_KEYS"), "API keys `file` (TOLLGATE_GATEWAY_KEYS); see `gateway keys add`")
+	fs.StringVar(&f.linkSecret, "link-secret-file", getenv("TOLLGATE_LINK_SECRET_FILE"), "`file` with the secret one-click links are signed with; unset turns /v1/links off (TOLLGATE_LINK_SECRET_FILE)")
+	fs.StringVar(&f.sessionSecret, "session-secret-file", getenv("TOLLGATE_GATEWAY_SESSION_SECRET_FILE"), "`file` with the secret inbox sessions are signed with; unset generates one per process, so a restart signs everyone out (TOLLGATE_GATEWAY_SESSION_SECRET_FILE)")
+	fs.StringVar(&f.tlsCert, "tls-cert", getenv("TOLLGATE_GATEWAY_TLS_CERT"), "serve HTTPS with this certificate `file` (TOLLGATE_GATEWAY_TLS_CERT)")
+	fs.StringVar(&f.tlsKey, "tls-key", getenv("TOLLGATE_GATEWAY_TLS_KEY"), "and this key `file` (TOLLGATE_GATEWAY_TLS_KEY)")
+	fs.BoolVar(&f.dev, "dev", false, "let requests without a key in as \"dev\" with every scope; only on a loopback --listen address")
+	fs.DurationVar(&f.respondTimeout, "respond-timeout", 10*time.Second, "how long a request waits for a worker before answering 503")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q (did you mean `gateway keys add`?)", fs.Arg(0))}
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return usageError{"--tls-cert and --tls-key go together"}
+	}
+	if f.keys == "" && !f.dev {
+		return usageError{"no keys file: pass --keys FILE (or TOLLGATE_GATEWAY_KEYS; make one with `gateway keys add`), or --dev for anonymous access on loopback"}
+	}
+	if f.dev {
+		if err := gateway.CheckLoopback(f.listen); err != nil {
+			return usageError{"--dev lets anyone in without a key, so it only listens on loopback: " + err.Error()}
+		}
+	}
+	logger := newLogger(f.logLevel)
+
+	opts := gateway.Options{Addr: f.listen, Dev: f.dev, TaskQueue: f.taskQueue, RespondTimeout: f.respondTimeout, Logger: logger}
+	if f.keys != "" {
+		keys, err := apikey.Load(f.keys, logger)
+		if err != nil {
+			return err
+		}
+		opts.Keys = keys
+	}
+	if f.linkSecret != "" {
+		secret, err := links.LoadSecret(f.linkSecret)
+		if err != nil {
+			return err
+		}
+		if opts.Links, err = links.NewSigner(secret); err != nil {
+			return err
+		}
+	}
+	if f.sessionSecret != "" {
+		secret, err := links.LoadSecret(f.sessionSecret)
+		if err != nil {
+			return fmt.Errorf("session secret: %w", err)
+		}
+		opts.SessionSecret = secret
+	}
+	c, err := clientconfig.Dial(ctx, clientconfig.Options{DataDir: f.dataDir, Profile: f.profile, Address: f.address, Namespace: f.namespace, Logger: quiet(logger)})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	opts.Temporal = c
+	srv, err := gateway.New(opts)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if f.tlsCert != "" {
+		scheme = "https"
+	}
+	logger.Info("Gateway listening", "url", scheme+"://"+f.listen, "inbox", scheme+"://"+f.listen+"/inbox",
+		"dev", f.dev, "links", opts.Links != nil, "sessions_survive_restart", f.sessionSecret != "")
+	if f.dev {
+		logger.Warn("Dev mode: requests without a key act as \"dev\" with every scope; do not expose this address")
+	}
+	return srv.ListenAndServe(ctx, f.tlsCert, f.tlsKey)
+}
+
+func or(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// quiet is the SDK's logger: the SDK logs every retry of an unreachable
+// server at info level; the gateway's own answers say it once.
+func quiet(l *slog.Logger) *slog.Logger {
+	return slog.New(levelAtLeast{h: l.Handler(), min: slog.LevelWarn})
+}
+
+type levelAtLeast struct {
+	h   slog.Handler
+	min slog.Level
+}
+
+func (q levelAtLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= q.min && q.h.Enabled(ctx, l)
+}
+func (q levelAtLeast) Handle(ctx context.Context, r slog.Record) error { return q.h.Handle(ctx, r) }
+func (q levelAtLeast) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelAtLeast{h: q.h.WithAttrs(a), min: q.min}
+}
+func (q levelAtLeast) WithGroup(n string) slog.Handler {
+	return levelAtLeast{h: q.h.WithGroup(n), min: q.min}
+}

@@ -1,0 +1,304 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/tollgate"
+	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/gateway/turnlist"
+	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+// The inbox lists every call that waits for a person, newest turn first,
+// with a form per decision. Forms post to /inbox/respond and, when the
+// turn takes the response, redirect back to /inbox; a refusal renders the
+// inbox again with the validator's sentence beside that call and the
+// person's input kept.
+
+type inboxPage struct {
+	pageBase
+	Principal  string
+	Dev        bool
+	CSRF       string
+	CanRespond bool
+	Refresh    bool
+	Problems   []string
+	Items      []inboxItem
+}
+
+type inboxItem struct {
+	TurnID  string
+	User    string
+	Summary string
+	Asked   string
+	Card    results.Card
+	Args    string
+	Anchor  string
+	CSRF    string
+	// MayAnswer: the viewer can answer this call; Why says why not.
+	MayAnswer bool
+	Why       string
+	// Error is a refusal of the viewer's last response to this call;
+	// EditArgs, Reason and Answer keep what they typed.
+	Error    string
+	EditArgs string
+	Reason   string
+	Answer   string
+}
+
+type loginPage struct {
+	pageBase
+	CSRF  string
+	Error string
+}
+
+func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
+	v := s.resolveSession(w, r)
+	if v.who == nil {
+		s.renderLogin(w, http.StatusOK, v, "")
+		return
+	}
+	if !v.who.Has(apikey.Read) {
+		renderErrorPage(w, http.StatusForbidden, "No read scope", fmt.Sprintf("The key of %s does not have the read scope the inbox needs.", v.who.Principal), "")
+		return
+	}
+	s.renderInbox(w, r, http.StatusOK, v, nil)
+}
+
+func (s *Server) renderLogin(w http.ResponseWriter, code int, v viewer, msg string) {
+	nonce := newNonce()
+	render(w, code, "login", nonce, loginPage{pageBase: pageBase{Title: "Sign in", Nonce: nonce}, CSRF: s.csrfToken(v.sess), Error: msg})
+}
+
+// inboxLimit is how many waiting turns the inbox shows.
+const inboxLimit = turnlist.MaxLimit
+
+// renderInbox lists the waiting calls; failed, when set, is the viewer's
+// refused response, shown beside its call.
+func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v viewer, failed *inboxItem) {
+	nonce := newNonce()
+	page := inboxPage{
+		pageBase:   pageBase{Title: "Inbox", Nonce: nonce},
+		Principal:  v.who.Principal,
+		Dev:        v.sess.Dev,
+		CSRF:       s.csrfToken(v.sess),
+		CanRespond: v.who.Has(apikey.Respond),
+		Refresh:    failed == nil,
+	}
+	turns, err := s.list(r.Context(), turnlist.Filter{Status: workflows.StatusWaiting, Limit: inboxLimit})
+	if err != nil {
+		s.log.Warn("Inbox could not list turns", "error", err)
+		page.Problems = append(page.Problems, "The waiting turns could not be listed: Temporal did not answer. This page reloads by itself.")
+	}
+	for _, t := range turns {
+		if t.Error != "" {
+			page.Problems = append(page.Problems, fmt.Sprintf("Turn %s waits on %s, but no worker answered for it; its calls are not shown.", t.ID, strings.Join(t.WaitingCalls, ", ")))
+			continue
+		}
+		for _, c := range t.Waiting {
+			it := inboxItem{
+				TurnID: t.ID, User: t.User, Summary: t.Summary,
+				Asked: t.StartTime.Local().Format("2006-01-02 15:04:05"),
+				Card:  c, Args: prettyJSON(c.Arguments), Anchor: anchor(t.ID, c.CallID),
+				CSRF: page.CSRF,
+			}
+			it.EditArgs = it.Args
+			it.MayAnswer, it.Why = mayAnswer(*v.who, c.Tool)
+			if failed != nil && failed.TurnID == t.ID && failed.Card.CallID == c.CallID {
+				it.Error, it.Reason, it.Answer = failed.Error, failed.Reason, failed.Answer
+				if failed.EditArgs != "" {
+					it.EditArgs = failed.EditArgs
+				}
+				failed = nil
+			}
+			page.Items = append(page.Items, it)
+		}
+	}
+	if failed != nil {
+		// The call is no longer listed (answered meanwhile, or the list
+		// lags): say what happened at the top.
+		page.Problems = append(page.Problems, fmt.Sprintf("Call %s of turn %s: %s", failed.Card.CallID, failed.TurnID, failed.Error))
+	}
+	render(w, code, "inbox", nonce, page)
+}
+
+func mayAnswer(who apikey.Entry, tool string) (bool, string) {
+	switch {
+	case !who.Has(apikey.Respond):
+		return false, ""
+	case !who.MayAnswer(tool):
+		return false, fmt.Sprintf("Your key may answer only calls of %s.", strings.Join(who.Tools, ", "))
+	}
+	return true, ""
+}
+
+// anchor is an element id for a call, unique on the page.
+func anchor(turn, call string) string {
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+				return r
+			}
+			return '-'
+		}, s)
+	}
+	return "call-" + clean(turn) + "--" + clean(call)
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	v := s.resolveSession(w, r)
+	if err := r.ParseForm(); err != nil {
+		fail(w, r, http.StatusBadRequest, "the form could not be read")
+		return
+	}
+	if !s.checkCSRF(v.sess, r.PostFormValue("csrf")) {
+		s.renderLogin(w, http.StatusForbidden, v, "The form expired or did not come from this page (CSRF check failed). Try again.")
+		return
+	}
+	key := strings.TrimSpace(r.PostFormValue("key"))
+	e, ok := apikey.Entry{}, false
+	if s.opts.Keys != nil {
+		e, ok = s.opts.Keys.Lookup(key)
+	}
+	if !ok {
+		s.renderLogin(w, http.StatusUnauthorized, v, "That API key is not valid.")
+		return
+	}
+	if !e.Has(apikey.Read) {
+		s.renderLogin(w, http.StatusForbidden, v, fmt.Sprintf("The key of %s does not have the read scope the inbox needs.", e.Principal))
+		return
+	}
+	// A new session id at login: one planted before is worth nothing.
+	s.setSession(w, r, session{ID: newSessionID(), Key: apikey.Hash(key), Expires: time.Now().Add(s.opts.SessionTTL).Unix()})
+	s.log.Info("Inbox login", "principal", e.Principal)
+	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	v := s.resolveSession(w, r)
+	if err := r.ParseForm(); err != nil || !s.checkCSRF(v.sess, r.PostFormValue("csrf")) {
+		renderErrorPage(w, http.StatusForbidden, "Sign-out refused", "The form did not come from the inbox (CSRF check failed).", "/inbox")
+		return
+	}
+	clearSession(w, r)
+	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+}
+
+func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
+	v := s.resolveSession(w, r)
+	if err := r.ParseForm(); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("the form is larger than %d bytes", tooBig.Limit))
+			return
+		}
+		fail(w, r, http.StatusBadRequest, "the form could not be read")
+		return
+	}
+	if !s.checkCSRF(v.sess, r.PostFormValue("csrf")) {
+		renderErrorPage(w, http.StatusForbidden, "Form refused", "The form expired or did not come from the inbox (CSRF check failed). Reload the inbox and try again.", "/inbox")
+		return
+	}
+	if v.who == nil {
+		renderErrorPage(w, http.StatusUnauthorized, "Signed out", "Your session ended; sign in again.", "/inbox")
+		return
+	}
+	if !v.who.Has(apikey.Respond) {
+		renderErrorPage(w, http.StatusForbidden, "No respond scope", fmt.Sprintf("The key of %s does not have the respond scope answering needs.", v.who.Principal), "/inbox")
+		return
+	}
+	turnID, callID := r.PostFormValue("turn"), r.PostFormValue("call")
+	item := &inboxItem{TurnID: turnID, Card: results.Card{CallID: callID}, Reason: r.PostFormValue("reason"), Answer: r.PostFormValue("answer")}
+	resp := workflows.Response{CallID: callID, By: v.who.Principal}
+	switch action := r.PostFormValue("action"); action {
+	case "approve":
+		resp.Decision = results.DecisionApprove
+	case "deny":
+		resp.Decision, resp.Reason = results.DecisionDeny, item.Reason
+	case "edit":
+		resp.Decision = results.DecisionApprove
+		item.EditArgs = r.PostFormValue("arguments")
+		if !json.Valid([]byte(item.EditArgs)) {
+			item.Error = "The edited arguments are not valid JSON."
+			s.renderInbox(w, r, http.StatusUnprocessableEntity, v, item)
+			return
+		}
+		resp.Arguments = json.RawMessage(item.EditArgs)
+	case "choose":
+		resp.Decision = results.DecisionAnswer
+		resp.Answer, _ = json.Marshal(item.Answer)
+	case "answer":
+		resp.Decision = results.DecisionAnswer
+		// A question with a schema wants JSON; any other is answered with
+		// the text as a JSON string.
+		resp.Answer, _ = json.Marshal(item.Answer)
+	case "connected":
+		resp.Decision = results.DecisionConnected
+	case "cancel":
+		resp.Decision = results.DecisionCancel
+	default:
+		renderErrorPage(w, http.StatusBadRequest, "Unknown action", fmt.Sprintf("%q is not an inbox action.", action), "/inbox")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+	defer cancel()
+	st, err := s.state(ctx, turnID, "")
+	if err != nil {
+		item.Error = "No worker answered for this turn; try again in a moment."
+		s.renderInbox(w, r, http.StatusServiceUnavailable, v, item)
+		return
+	}
+	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == callID })
+	if i < 0 {
+		item.Error = "The turn has no such call."
+		s.renderInbox(w, r, http.StatusNotFound, v, item)
+		return
+	}
+	card := st.Cards[i]
+	if ok, why := mayAnswer(*v.who, card.Tool); !ok {
+		renderErrorPage(w, http.StatusForbidden, "Not your call", why, "/inbox")
+		return
+	}
+	if r.PostFormValue("action") == "answer" && card.Interrupt != nil && len(card.Interrupt.Schema) > 0 {
+		if !json.Valid([]byte(item.Answer)) {
+			item.Error = "This question wants a JSON answer (its schema says which)."
+			s.renderInbox(w, r, http.StatusUnprocessableEntity, v, item)
+			return
+		}
+		resp.Answer = json.RawMessage(item.Answer)
+	}
+	if _, err := s.apply(ctx, turnID, tollgate.ResponseID(resp), resp); err != nil {
+		var rej *tollgate.RejectedError
+		code := http.StatusInternalServerError
+		switch {
+		case errors.As(err, &rej):
+			item.Error = rej.Reason
+			code = http.StatusUnprocessableEntity
+			switch rej.Type {
+			case workflows.ErrTypeUnknownCall:
+				code = http.StatusNotFound
+			case workflows.ErrTypeNotWaiting:
+				code = http.StatusConflict
+			}
+		case errors.Is(err, errNoWorker):
+			w.Header().Set("Retry-After", retryAfter)
+			item.Error = fmt.Sprintf("No worker took the response within %s; it may still be applied when one starts. Sending it again is safe.", s.opts.RespondTimeout)
+			code = http.StatusServiceUnavailable
+		default:
+			s.log.Warn("Inbox response failed", "turn", turnID, "call", callID, "error", err)
+			item.Error = "The response could not be sent; the operator's log has the details."
+		}
+		s.renderInbox(w, r, code, v, item)
+		return
+	}
+	s.log.Info("Response applied from the inbox", "turn", turnID, "call", callID, "decision", resp.Decision, "by", resp.By)
+	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+}

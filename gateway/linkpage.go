@@ -1,0 +1,193 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/tollgate-dev/tollgate"
+	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+// A one-click link is a signed decision (package links). GET shows what it
+// would do and a button; only the POST from that page applies it, so mail
+// scanners and chat previews that fetch every link decide nothing. Each
+// refusal is a page that says which, with its own status code.
+
+type linkView struct {
+	pageBase
+	Turn     string
+	Decision results.DecisionKind
+	By       string
+	Expires  string
+	Card     results.Card
+	Args     string
+	Action   string
+	CSRF     string
+	Heading  string
+}
+
+func (s *Server) linkPage(w http.ResponseWriter, r *http.Request) {
+	token := r.PathValue("token")
+	claims, card, ok := s.checkLink(w, r, token)
+	if !ok {
+		return
+	}
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	n := base64.RawURLEncoding.EncodeToString(nonce)
+	// The nonce cookie binds the page's form to this browser; Strict
+	// keeps other sites' forms from sending it.
+	http.SetCookie(w, &http.Cookie{
+		Name: linkCookie, Value: n, Path: "/v1/links/", MaxAge: int(time.Hour.Seconds()),
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+	})
+	page := s.linkView(claims, card, token)
+	page.CSRF = s.linkCSRF(n, token)
+	render(w, http.StatusOK, "link", page.Nonce, page)
+}
+
+func (s *Server) linkApply(w http.ResponseWriter, r *http.Request) {
+	token := r.PathValue("token")
+	if s.opts.Links == nil {
+		renderErrorPage(w, http.StatusNotFound, "Links are off", "This gateway does not take one-click links.", "")
+		return
+	}
+	// The signature first: a forged link learns nothing else.
+	if _, err := s.opts.Links.Verify(token, time.Now()); err != nil {
+		s.linkRefused(w, err)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		fail(w, r, http.StatusBadRequest, "the form could not be read")
+		return
+	}
+	if !s.checkLinkCSRF(r, token) {
+		renderErrorPage(w, http.StatusForbidden, "Confirm on the link's page",
+			"This request did not come from the link's confirmation page (its CSRF token is missing or wrong). Open the link again and press the button there.", "")
+		return
+	}
+	claims, _, ok := s.checkLink(w, r, token)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+	defer cancel()
+	resp := workflows.Response{CallID: claims.Call, Decision: claims.Decision, By: claims.By}
+	if claims.Decision == results.DecisionDeny {
+		resp.Reason = "denied through a one-click link"
+	}
+	card, err := s.apply(ctx, claims.Turn, claims.UpdateID(), resp)
+	if err != nil {
+		var rej *tollgate.RejectedError
+		switch {
+		case errors.As(err, &rej):
+			code := http.StatusConflict
+			switch rej.Type {
+			case workflows.ErrTypeUnknownCall:
+				code = http.StatusNotFound
+			case workflows.ErrTypeInvalidResponse:
+				code = http.StatusUnprocessableEntity
+			}
+			renderErrorPage(w, code, "The turn refused this link", rej.Reason+".", "")
+		case errors.Is(err, errNoWorker):
+			w.Header().Set("Retry-After", retryAfter)
+			renderErrorPage(w, http.StatusServiceUnavailable, "No worker is running",
+				fmt.Sprintf("No worker took the decision within %s. It may still be applied when one starts; using the link again is safe, it applies at most once.", s.opts.RespondTimeout), "")
+		default:
+			s.internal(w, r, "apply the link", err)
+		}
+		return
+	}
+	s.log.Info("Link applied", "turn", claims.Turn, "call", claims.Call, "decision", claims.Decision, "by", claims.By)
+	page := s.linkView(claims, card, token)
+	page.Heading = "Approved"
+	if claims.Decision == results.DecisionDeny {
+		page.Heading = "Denied"
+	}
+	render(w, http.StatusOK, "done", page.Nonce, page)
+}
+
+func (s *Server) linkView(c links.Claims, card results.Card, token string) linkView {
+	nonce := newNonce()
+	return linkView{
+		pageBase: pageBase{Title: "Confirm " + string(c.Decision), Nonce: nonce},
+		Turn:     c.Turn, Decision: c.Decision, By: c.By,
+		Expires: c.Expires.UTC().Format("2006-01-02 15:04 UTC"),
+		Card:    card, Args: prettyJSON(card.EffectiveArguments()),
+		Action: "/v1/links/" + token,
+	}
+}
+
+// checkLink verifies the token and that its call still waits with the
+// arguments the link was made for. It writes each refusal's page.
+func (s *Server) checkLink(w http.ResponseWriter, r *http.Request, token string) (links.Claims, results.Card, bool) {
+	if s.opts.Links == nil {
+		renderErrorPage(w, http.StatusNotFound, "Links are off", "This gateway does not take one-click links.", "")
+		return links.Claims{}, results.Card{}, false
+	}
+	claims, err := s.opts.Links.Verify(token, time.Now())
+	if err != nil {
+		s.linkRefused(w, err)
+		return links.Claims{}, results.Card{}, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+	defer cancel()
+	st, err := s.state(ctx, claims.Turn, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		switch err = s.noWorker(ctx, err, claims.Turn); {
+		case errors.As(err, &nf):
+			renderErrorPage(w, http.StatusNotFound, "No such turn", fmt.Sprintf("There is no turn %s any more.", claims.Turn), "")
+		case errors.Is(err, errNoWorker):
+			w.Header().Set("Retry-After", retryAfter)
+			renderErrorPage(w, http.StatusServiceUnavailable, "No worker is running", "No worker answered for this turn; try the link again in a moment.", "")
+		default:
+			s.internal(w, r, "read the turn", err)
+		}
+		return links.Claims{}, results.Card{}, false
+	}
+	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == claims.Call })
+	if i < 0 {
+		renderErrorPage(w, http.StatusNotFound, "No such call", fmt.Sprintf("Turn %s has no call %s.", claims.Turn, claims.Call), "")
+		return links.Claims{}, results.Card{}, false
+	}
+	card := st.Cards[i]
+	if !card.State.Waiting() {
+		if n := len(card.Decisions); n > 0 && card.Decisions[n-1].By == claims.By && card.Decisions[n-1].Decision == claims.Decision {
+			d := card.Decisions[n-1]
+			renderErrorPage(w, http.StatusConflict, "Link already used",
+				fmt.Sprintf("This link was already used: call %s got %s from %s at %s. A link works once.", card.CallID, d.Decision, d.By, d.At.UTC().Format("2006-01-02 15:04 UTC")), "")
+			return links.Claims{}, results.Card{}, false
+		}
+		renderErrorPage(w, http.StatusConflict, "No longer waiting",
+			fmt.Sprintf("Call %s of turn %s is %s; it no longer waits for a decision, so this link does nothing.", card.CallID, claims.Turn, card.State), "")
+		return links.Claims{}, results.Card{}, false
+	}
+	if links.ArgsHash(card.EffectiveArguments()) != claims.ArgsHash {
+		renderErrorPage(w, http.StatusConflict, "Arguments changed",
+			fmt.Sprintf("The arguments of call %s changed after this link was made, so it cannot decide on them. Review the call in the inbox.", card.CallID), "/inbox")
+		return links.Claims{}, results.Card{}, false
+	}
+	return claims, card, true
+}
+
+// linkRefused writes the page for a token Verify refused.
+func (s *Server) linkRefused(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, links.ErrExpired):
+		renderErrorPage(w, http.StatusGone, "Link expired", "This link has expired. Decide in the inbox, or ask for a new link.", "/inbox")
+	default:
+		// ErrTampered, and anything else Verify may add: trust nothing.
+		renderErrorPage(w, http.StatusForbidden, "Invalid link", "This link is not valid: it was altered, cut short, or signed with a key this gateway does not have.", "")
+	}
+}

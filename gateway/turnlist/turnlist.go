@@ -1,0 +1,194 @@
+// Package turnlist finds turns through Temporal's visibility store, by
+// the search attributes the AgentTurn workflow keeps current
+// (TollgateStatus, TollgateUser, TollgateWaitingCalls, TollgateWaitingTools),
+// without asking any turn. The gateway's GET /v1/turns and `starter list`
+// both list through it.
+package turnlist
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+// Limits of one listing.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// maxUserLen bounds a user filter; users are principals or names.
+const maxUserLen = 256
+
+// Filter selects turns. The zero value lists the newest DefaultLimit
+// turns of any status and user.
+type Filter struct {
+	// Status is one of the turn statuses (waiting, running, completed,
+	// ...); empty means any.
+	Status workflows.Status
+	// User is the turn's user; empty means any.
+	User string
+	// Limit is how many turns at most; 0 means DefaultLimit.
+	Limit int
+}
+
+// statuses are the values TollgateStatus takes.
+var statuses = []workflows.Status{
+	workflows.StatusRunning, workflows.StatusWaiting, workflows.StatusCompleted, workflows.StatusFailed,
+	workflows.StatusCancelled, workflows.StatusTransferred, workflows.StatusMaxSteps,
+}
+
+// Check reports the first thing wrong with f, as a sentence for the
+// person who wrote it.
+func (f Filter) Check() error {
+	if f.Status != "" && !slices.Contains(statuses, f.Status) {
+		names := make([]string, len(statuses))
+		for i, s := range statuses {
+			names[i] = string(s)
+		}
+		return fmt.Errorf("status %q is not one of %s", f.Status, strings.Join(names, ", "))
+	}
+	if len(f.User) > maxUserLen {
+		return fmt.Errorf("user is longer than %d bytes", maxUserLen)
+	}
+	// Refusing quotes and control characters keeps the visibility query
+	// one literal per value, whatever the caller sends.
+	if strings.ContainsAny(f.User, "'\"\\`") || strings.ContainsFunc(f.User, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("user must not contain quotes, backslashes or control characters")
+	}
+	if f.Limit < 0 || f.Limit > MaxLimit {
+		return fmt.Errorf("limit must be between 1 and %d", MaxLimit)
+	}
+	return nil
+}
+
+// Query is the visibility query for f, the same one
+// `temporal workflow list --query` takes.
+func (f Filter) Query() string {
+	q := fmt.Sprintf("WorkflowType = '%s'", workflows.WorkflowName)
+	if f.Status != "" {
+		q += fmt.Sprintf(" AND %s = '%s'", workflows.StatusAttr.GetName(), f.Status)
+	}
+	if f.User != "" {
+		q += fmt.Sprintf(" AND %s = '%s'", workflows.UserAttr.GetName(), f.User)
+	}
+	return q
+}
+
+// Turn is one listed turn, as visibility knows it.
+type Turn struct {
+	ID    string `json:"id"`
+	RunID string `json:"run_id"`
+	// Status is TollgateStatus; for a turn without it (started before the
+	// attributes existed, or on a server without them) it is derived from
+	// the workflow's own status.
+	Status       workflows.Status `json:"status"`
+	User         string           `json:"user,omitempty"`
+	WaitingCalls []string         `json:"waiting_calls"`
+	WaitingTools []string         `json:"waiting_tools"`
+	StartTime    time.Time        `json:"start_time"`
+	CloseTime    *time.Time       `json:"close_time,omitempty"`
+	// Open is whether the workflow still runs (a turn that is not open
+	// has nobody to ask for its state without replaying it).
+	Open bool `json:"-"`
+	// HasStatus reports whether TollgateStatus was set.
+	HasStatus bool `json:"-"`
+}
+
+// List runs f's query and returns one page of turns, newest first.
+func List(ctx context.Context, c client.Client, f Filter) ([]Turn, error) {
+	if err := f.Check(); err != nil {
+		return nil, err
+	}
+	limit := f.Limit
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: int32(limit), Query: f.Query()})
+	if err != nil {
+		return nil, fmt.Errorf("list turns (%s): %w", f.Query(), err)
+	}
+	execs := resp.GetExecutions()
+	if len(execs) > limit {
+		execs = execs[:limit]
+	}
+	out := make([]Turn, 0, len(execs))
+	for _, e := range execs {
+		out = append(out, fromInfo(e))
+	}
+	// Visibility orders open turns by start time but closed ones by close
+	// time; a page is shown by start time, newest first.
+	slices.SortStableFunc(out, func(a, b Turn) int { return b.StartTime.Compare(a.StartTime) })
+	return out, nil
+}
+
+func fromInfo(e *workflowpb.WorkflowExecutionInfo) Turn {
+	t := Turn{
+		ID:           e.GetExecution().GetWorkflowId(),
+		RunID:        e.GetExecution().GetRunId(),
+		StartTime:    e.GetStartTime().AsTime(),
+		Open:         e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+		WaitingCalls: []string{},
+		WaitingTools: []string{},
+	}
+	if e.GetCloseTime() != nil {
+		ct := e.GetCloseTime().AsTime()
+		t.CloseTime = &ct
+	}
+	fields := e.GetSearchAttributes().GetIndexedFields()
+	var status string
+	if decode(fields[workflows.StatusAttr.GetName()], &status) && status != "" {
+		t.Status, t.HasStatus = workflows.Status(status), true
+	} else {
+		t.Status = executionStatus(e.GetStatus())
+	}
+	decode(fields[workflows.UserAttr.GetName()], &t.User)
+	decode(fields[workflows.WaitingCallsAttr.GetName()], &t.WaitingCalls)
+	decode(fields[workflows.WaitingToolsAttr.GetName()], &t.WaitingTools)
+	if t.WaitingCalls == nil {
+		t.WaitingCalls = []string{}
+	}
+	if t.WaitingTools == nil {
+		t.WaitingTools = []string{}
+	}
+	return t
+}
+
+// decode reads one search attribute value; a missing or unreadable one
+// leaves v as it was.
+func decode(p *commonpb.Payload, v any) bool {
+	if p == nil {
+		return false
+	}
+	return converter.GetDefaultDataConverter().FromPayload(p, v) == nil
+}
+
+// executionStatus names a workflow's own status in the turn's terms, for
+// turns without TollgateStatus. A workflow that completed returned a
+// result whose status visibility does not know: "completed" is the best
+// guess and the state query has the truth.
+func executionStatus(s enumspb.WorkflowExecutionStatus) workflows.Status {
+	switch s {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return workflows.StatusRunning
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return workflows.StatusCompleted
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return workflows.StatusCancelled
+	default:
+		// failed, terminated, timed out: the turn did not end on its own
+		// terms.
+		return workflows.StatusFailed
+	}
+}

@@ -1,0 +1,381 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tollgate-dev/tollgate"
+	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/gateway/turnlist"
+	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+// retryAfter is what a 503 asks callers to wait, in seconds.
+const retryAfter = "5"
+
+// Turn is one entry of GET /v1/turns: what visibility knows, and the
+// calls that wait for a person as the turn itself reports them.
+type Turn struct {
+	turnlist.Turn
+	// Summary is the first line of the prompt, as the turn was started.
+	Summary string `json:"summary,omitempty"`
+	// Waiting are the cards of the calls that wait for a person.
+	Waiting []results.Card `json:"waiting"`
+	// Error says why Waiting could not be read (no worker answered).
+	Error string `json:"error,omitempty"`
+}
+
+// TurnList is the body of GET /v1/turns.
+type TurnList struct {
+	Turns []Turn `json:"turns"`
+}
+
+func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) {
+	f := turnlist.Filter{Status: workflows.Status(r.URL.Query().Get("status")), User: r.URL.Query().Get("user")}
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			fail(w, r, http.StatusBadRequest, fmt.Sprintf("limit must be a whole number between 1 and %d", turnlist.MaxLimit))
+			return
+		}
+		f.Limit = n
+	}
+	if err := f.Check(); err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	turns, err := s.list(r.Context(), f)
+	if err != nil {
+		s.temporalFailure(w, r, "list turns", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, TurnList{Turns: turns})
+}
+
+// list finds the turns of f and reads the waiting cards of those that
+// wait, at most ListConcurrency at a time, all within RespondTimeout.
+func (s *Server) list(ctx context.Context, f turnlist.Filter) ([]Turn, error) {
+	found, err := turnlist.List(ctx, s.opts.Temporal, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Turn, len(found))
+	ctx, cancel := context.WithTimeout(ctx, s.opts.RespondTimeout)
+	defer cancel()
+	sem := make(chan struct{}, s.opts.ListConcurrency)
+	var wg sync.WaitGroup
+	for i, t := range found {
+		out[i] = Turn{Turn: t, Waiting: []results.Card{}}
+		// Only a turn that may wait has waiting cards; a turn without
+		// TollgateStatus may be one from before the attributes.
+		if !t.Open || (t.HasStatus && t.Status != workflows.StatusWaiting) {
+			continue
+		}
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				out[i].Error = "no worker answered the state query in time"
+				return
+			}
+			defer func() { <-sem }()
+			s.fillWaiting(ctx, &out[i])
+		})
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// fillWaiting asks the turn for its cards and Temporal for its summary,
+// both at once.
+func (s *Server) fillWaiting(ctx context.Context, t *Turn) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		d, err := s.opts.Temporal.DescribeWorkflow(ctx, t.ID, t.RunID)
+		if err != nil {
+			s.log.Debug("Describe turn failed", "turn", t.ID, "error", err)
+			return
+		}
+		if sum, err := d.GetStaticSummary(); err == nil {
+			t.Summary = sum
+		}
+	})
+	st, err := s.state(ctx, t.ID, t.RunID)
+	wg.Wait()
+	if err != nil {
+		s.log.Debug("State query for the turn list failed", "turn", t.ID, "error", err)
+		t.Error = "no worker answered the state query in time"
+		return
+	}
+	for _, c := range st.Cards {
+		if c.State.Waiting() {
+			t.Waiting = append(t.Waiting, c)
+		}
+	}
+}
+
+func (s *Server) state(ctx context.Context, id, runID string) (workflows.State, error) {
+	v, err := s.opts.Temporal.QueryWorkflow(ctx, id, runID, workflows.StateQuery)
+	if err != nil {
+		return workflows.State{}, err
+	}
+	var st workflows.State
+	if err := v.Get(&st); err != nil {
+		return workflows.State{}, fmt.Errorf("decode the state of %s: %w", id, err)
+	}
+	return st, nil
+}
+
+func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+	defer cancel()
+	st, err := s.state(ctx, id, "")
+	if err != nil {
+		s.temporalFailure(w, r, "read the turn", s.noWorker(ctx, err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// startRequest is the body of POST /v1/turns: the turn's input, and
+// optionally its id.
+type startRequest struct {
+	ID string `json:"id,omitempty"`
+	workflows.Input
+}
+
+// maxIDLen bounds turn ids we accept (Temporal's own limit is higher).
+const maxIDLen = 255
+
+func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
+	var req startRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	p := principal(r)
+	switch {
+	case req.User == "":
+		req.User = p.Principal
+	case req.User != p.Principal:
+		fail(w, r, http.StatusForbidden, fmt.Sprintf("the key of %s may start turns only for %s, not for %q", p.Principal, p.Principal, req.User))
+		return
+	}
+	if req.ID == "" {
+		req.ID = newTurnID()
+	} else if err := checkID(req.ID); err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	summary, details := workflows.StartSummary(req.Input)
+	run, err := s.opts.Temporal.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{
+		ID: req.ID, TaskQueue: s.opts.TaskQueue, StaticSummary: summary, StaticDetails: details,
+		// A second POST with the same id must not attach to the first
+		// turn as if it had started it.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, workflows.WorkflowName, req.Input)
+	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			fail(w, r, http.StatusConflict, fmt.Sprintf("a turn with id %s is already running", req.ID))
+			return
+		}
+		s.temporalFailure(w, r, "start the turn", err)
+		return
+	}
+	s.log.Info("Turn started through the gateway", "turn", req.ID, "by", p.Principal)
+	w.Header().Set("Location", "/v1/turns/"+pathEscape(req.ID))
+	writeJSON(w, http.StatusCreated, map[string]string{"id": req.ID, "run_id": run.GetRunID()})
+}
+
+func newTurnID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "tollgate-" + hex.EncodeToString(b)
+}
+
+func checkID(id string) error {
+	if len(id) > maxIDLen {
+		return fmt.Errorf("id is longer than %d bytes", maxIDLen)
+	}
+	if strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
+		return fmt.Errorf("id must be printable and contain no spaces")
+	}
+	return nil
+}
+
+func pathEscape(id string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(id, "%", "%25"), "/", "%2F")
+}
+
+// respondRequest is the body of POST /v1/turns/{id}/respond: the respond
+// payload without `by`.
+type respondRequest struct {
+	CallID    string               `json:"call_id"`
+	Decision  results.DecisionKind `json:"decision"`
+	Reason    string               `json:"reason,omitempty"`
+	Arguments json.RawMessage      `json:"arguments,omitempty"`
+	Answer    json.RawMessage      `json:"answer,omitempty"`
+	// By is decoded only to refuse it: the key decides who answers.
+	By *json.RawMessage `json:"by,omitempty"`
+}
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 200
+
+func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
+	var req respondRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	p := principal(r)
+	if req.By != nil {
+		fail(w, r, http.StatusBadRequest, fmt.Sprintf("the body must not set by: decisions are recorded as made by the key's principal (%s)", p.Principal))
+		return
+	}
+	if req.CallID == "" {
+		fail(w, r, http.StatusBadRequest, "the body names no call_id")
+		return
+	}
+	resp := workflows.Response{CallID: req.CallID, Decision: req.Decision, Reason: req.Reason, Arguments: req.Arguments, Answer: req.Answer, By: p.Principal}
+	updateID := tollgate.ResponseID(resp)
+	if k := r.Header.Get("Idempotency-Key"); k != "" {
+		if len(k) > maxIdempotencyKey || strings.ContainsFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+			fail(w, r, http.StatusBadRequest, fmt.Sprintf("Idempotency-Key must be 1 to %d visible ASCII characters", maxIdempotencyKey))
+			return
+		}
+		// Namespaced by principal: one caller's key never attaches to
+		// another caller's response.
+		updateID = "http:" + p.Principal + ":" + k
+	}
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+	defer cancel()
+	if len(p.Tools) > 0 {
+		if !s.checkToolLimit(ctx, w, r, p, id, req.CallID) {
+			return
+		}
+	}
+	card, err := s.apply(ctx, id, updateID, resp)
+	if err != nil {
+		s.respondFailure(w, r, err)
+		return
+	}
+	s.log.Info("Response applied through the gateway", "turn", id, "call", req.CallID, "decision", req.Decision, "by", p.Principal)
+	writeJSON(w, http.StatusOK, card)
+}
+
+// checkToolLimit asks the turn which tool the call is of, for a key that
+// may answer only some tools. It writes the refusal itself.
+func (s *Server) checkToolLimit(ctx context.Context, w http.ResponseWriter, r *http.Request, p apikey.Entry, turnID, callID string) bool {
+	st, err := s.state(ctx, turnID, "")
+	if err != nil {
+		s.temporalFailure(w, r, "read the turn", s.noWorker(ctx, err, turnID))
+		return false
+	}
+	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == callID })
+	if i < 0 {
+		fail(w, r, http.StatusNotFound, fmt.Sprintf("there is no call %q in turn %s", callID, turnID))
+		return false
+	}
+	if tool := st.Cards[i].Tool; !p.MayAnswer(tool) {
+		fail(w, r, http.StatusForbidden, fmt.Sprintf("the key of %s may answer only calls of %s; call %s is a %s call", p.Principal, strings.Join(p.Tools, ", "), callID, tool))
+		return false
+	}
+	return true
+}
+
+// apply sends the respond Update under updateID and waits for the card.
+func (s *Server) apply(ctx context.Context, turnID, updateID string, resp workflows.Response) (results.Card, error) {
+	h, err := s.opts.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		UpdateID:     updateID,
+		WorkflowID:   turnID,
+		UpdateName:   workflows.RespondName,
+		Args:         []any{resp},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var card results.Card
+	if err == nil {
+		err = h.Get(ctx, &card)
+	}
+	if err != nil {
+		if rej, ok := tollgate.AsRejection(err, turnID); ok {
+			return results.Card{}, rej
+		}
+		return results.Card{}, s.noWorker(ctx, err, turnID)
+	}
+	return card, nil
+}
+
+// errNoWorker is a request no worker answered in time.
+var errNoWorker = errors.New("no worker answered")
+
+// noWorker sorts a timeout out of err: the caller's deadline (the
+// gateway's RespondTimeout) passing while Temporal waited for a worker.
+func (s *Server) noWorker(ctx context.Context, err error, turnID string) error {
+	var timeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
+	var deadline *serviceerror.DeadlineExceeded
+	if ctx.Err() != nil || errors.As(err, &timeout) || errors.As(err, &deadline) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w for turn %s: %v", errNoWorker, turnID, err)
+	}
+	return err
+}
+
+// respondFailure writes the status of a response that was not applied.
+func (s *Server) respondFailure(w http.ResponseWriter, r *http.Request, err error) {
+	var rej *tollgate.RejectedError
+	if errors.As(err, &rej) {
+		code := http.StatusUnprocessableEntity
+		switch rej.Type {
+		case workflows.ErrTypeUnknownCall:
+			code = http.StatusNotFound
+		case workflows.ErrTypeNotWaiting:
+			code = http.StatusConflict
+		}
+		fail(w, r, code, rej.Reason)
+		return
+	}
+	if errors.Is(err, errNoWorker) {
+		w.Header().Set("Retry-After", retryAfter)
+		fail(w, r, http.StatusServiceUnavailable, fmt.Sprintf("no worker took the response within %s; it may still be applied when one starts. Send the same request again (with the same Idempotency-Key): it is applied at most once", s.opts.RespondTimeout))
+		return
+	}
+	s.temporalFailure(w, r, "send the response", err)
+}
+
+// temporalFailure writes the status of a Temporal call that failed for a
+// reason other than a refusal.
+func (s *Server) temporalFailure(w http.ResponseWriter, r *http.Request, doing string, err error) {
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.Is(err, errNoWorker):
+		w.Header().Set("Retry-After", retryAfter)
+		fail(w, r, http.StatusServiceUnavailable, fmt.Sprintf("no worker answered within %s; try again when a worker runs", s.opts.RespondTimeout))
+	case errors.As(err, &nf) && r.PathValue("id") != "":
+		fail(w, r, http.StatusNotFound, fmt.Sprintf("there is no turn %s", r.PathValue("id")))
+	case status.Code(err) == codes.Unavailable || errors.Is(err, context.DeadlineExceeded):
+		s.log.Warn("Temporal unavailable", "doing", doing, "error", err)
+		w.Header().Set("Retry-After", retryAfter)
+		fail(w, r, http.StatusServiceUnavailable, "Temporal is not reachable; try again shortly")
+	case errors.Is(err, context.Canceled):
+		// The caller went away; nobody reads the answer.
+	default:
+		s.internal(w, r, doing, err)
+	}
+}
