@@ -97,15 +97,18 @@ func selectBuiltins(all []tool.Tool, names []string) ([]tool.Tool, error) {
 // them, and the activities under their contract names.
 func register(r Registry, f workflows.Features, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(f.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	r.RegisterWorkflowWithOptions(f.AgentSession, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
 	r.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: activities.RunToolName})
 	r.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: activities.CallModelName})
 	r.RegisterActivityWithOptions(acts.DescribeTools, activity.RegisterOptions{Name: activities.DescribeToolsName})
+	r.RegisterActivityWithOptions(acts.PreviewTool, activity.RegisterOptions{Name: activities.PreviewToolName})
 }
 
 // registerReplayer registers the workflows a replayer replays. Their
 // features come from the recorded history, so none are given here.
 func registerReplayer(r Registry) {
 	r.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.AgentSession, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
 }
 
 // workspace resolves the workspace to an absolute, symlink-free path and

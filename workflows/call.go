@@ -171,6 +171,7 @@ func (t *turn) drive(ctx workflow.Context, c *call) {
 func (t *turn) wait(ctx workflow.Context, c *call) {
 	timeout := t.in.Policy.responseTimeout()
 	t.waitsChanged(ctx)
+	t.preview(ctx, c)
 	t.emitWaiting(ctx, c)
 	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 		Timeout:      timeout,

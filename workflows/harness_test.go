@@ -176,7 +176,20 @@ func testTools(t *testing.T, log *toolLog, connected *sync.Map) []tool.Tool {
 				return results.SucceedText("ok on attempt " + fmt.Sprint(n)), nil
 			})
 	}
-	return []tool.Tool{echo, write, step, ask, issues, handoff, boom, slow, flaky("flaky", true), flaky("flaky_once", false)}
+	// draft previews the file it would write, for the approval card.
+	draft, err := tool.FuncWithPreview(tool.Spec{Name: "draft", Description: "Draft a file.", Approval: tool.ApprovalAlways, Idempotent: true},
+		func(_ context.Context, call tool.Call, args writeArgs) (results.Outcome, error) {
+			log.add("draft:" + args.Path)
+			return results.SucceedText("drafted"), nil
+		},
+		func(_ context.Context, call tool.Call, args writeArgs) ([]results.FileDiff, error) {
+			if args.Path == "" {
+				return nil, tool.WouldFail("draft needs a path")
+			}
+			return []results.FileDiff{{Path: args.Path, Diff: "+" + args.Content}}, nil
+		})
+	require.NoError(t, err)
+	return []tool.Tool{echo, write, step, ask, issues, handoff, boom, slow, draft, flaky("flaky", true), flaky("flaky_once", false)}
 }
 
 type harness struct {
