@@ -132,6 +132,10 @@ var scripts = map[string]*tollgatetest.Model{
 		tollgatetest.Reply("", tollgatetest.Call("d1", "deploy", map[string]string{"env": "staging", "version": `</pre><script>alert("owned")</script><b>`})),
 		tollgatetest.Reply("Done."),
 	),
+	"write": tollgatetest.NewModel(
+		tollgatetest.Reply("", tollgatetest.Call("w1", "write_file", map[string]string{"path": "notes.md", "content": "first line\n<b>second</b>\n"})),
+		tollgatetest.Reply("Written."),
+	),
 	"choice": tollgatetest.NewModel(
 		tollgatetest.Reply("", tollgatetest.Call("p1", "pick", map[string]string{})),
 		tollgatetest.Reply("Done."),
@@ -232,11 +236,12 @@ func (e *env) dial() client.Client {
 func (e *env) startWorker() {
 	e.t.Helper()
 	plugin, err := tollgate.NewPlugin(tollgate.Options{
-		DataDir:    e.data,
-		Workspace:  e.t.TempDir(),
-		Tools:      []tool.Tool{deploy, notify, pick},
-		NoBuiltins: true,
-		Providers:  map[string]tollgate.Provider{"gw": scriptProvider{}},
+		DataDir:   e.data,
+		Workspace: e.t.TempDir(),
+		Tools:     []tool.Tool{deploy, notify, pick},
+		// write_file previews the diff it would make.
+		Builtins:  []string{"write_file"},
+		Providers: map[string]tollgate.Provider{"gw": scriptProvider{}},
 		// sharedServer registered them.
 		SearchAttributes: true,
 	})
@@ -269,7 +274,7 @@ func (e *env) park(id, script, user string, calls int) string {
 	_, err := tollgate.Client{Temporal: e.caller, TaskQueue: e.tq}.Start(ctx, id, workflows.Input{
 		Prompt: "Ship version 1.2.3 to staging\nand tell #ops.",
 		Model:  "gw:" + script,
-		Tools:  []string{"deploy", "notify", "pick"},
+		Tools:  []string{"deploy", "notify", "pick", "write_file"},
 		User:   user,
 	})
 	require.NoError(e.t, err)

@@ -40,9 +40,11 @@ type inboxItem struct {
 	Summary string
 	Asked   string
 	Card    results.Card
-	Args    string
-	Anchor  string
-	CSRF    string
+	// StateLabel says what the call waits for, in words.
+	StateLabel string
+	Args       string
+	Anchor     string
+	CSRF       string
 	// MayAnswer: the viewer can answer this call; Why says why not.
 	MayAnswer bool
 	Why       string
@@ -107,7 +109,7 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 			it := inboxItem{
 				TurnID: t.ID, User: t.User, Summary: t.Summary,
 				Asked: t.StartTime.Local().Format("2006-01-02 15:04:05"),
-				Card:  c, Args: prettyJSON(c.Arguments), Anchor: anchor(t.ID, c.CallID),
+				Card:  c, StateLabel: stateLabel(c.State), Args: prettyJSON(c.Arguments), Anchor: anchor(t.ID, c.CallID),
 				CSRF: page.CSRF,
 			}
 			it.EditArgs = it.Args
@@ -138,6 +140,18 @@ func mayAnswer(who apikey.Entry, tool string) (bool, string) {
 		return false, fmt.Sprintf("Your key may answer only calls of %s.", strings.Join(who.Tools, ", "))
 	}
 	return true, ""
+}
+
+func stateLabel(s results.State) string {
+	switch s {
+	case results.StatePendingApproval:
+		return "needs approval"
+	case results.StateWaitingAnswer:
+		return "needs an answer"
+	case results.StateWaitingConnection:
+		return "needs a connection"
+	}
+	return string(s)
 }
 
 // anchor is an element id for a call, unique on the page.
