@@ -169,6 +169,17 @@ func Open(ctx context.Context, url, ready string) error {
 	return nil
 }
 
+// Click waits, up to DefaultTimeout, until an element matching the CSS
+// selector is visible, and clicks it.
+func Click(ctx context.Context, selector string) error {
+	wctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	if err := chromedp.Do(wctx, chromedp.Click(chromedp.CSS(selector), chromedp.NodeVisible)); err != nil {
+		return fmt.Errorf("click %q: %w", selector, err)
+	}
+	return nil
+}
+
 // WaitText waits, up to timeout (DefaultTimeout when zero), until the
 // page's visible text, frames included (see PageText), contains every one
 // of texts. On timeout the error names the texts still missing.

@@ -25,6 +25,7 @@ const page = `<!doctype html>
 <h1 id="title">Inbox</h1>
 <iframe sandbox="allow-same-origin" srcdoc="<p>write_file summary.md: pending approval</p>"></iframe>
 <p id="late" hidden>loaded by script</p>
+<button id="more" onclick="document.getElementById('title').textContent = 'Clicked'">More</button>
 <script>
 setTimeout(() => {
 	const p = document.getElementById("late");
@@ -56,6 +57,9 @@ func TestOpenReadAndScreenshot(t *testing.T) {
 	all, err := browser.Text(ctx, "body")
 	require.NoError(t, err)
 	require.NotContains(t, all, "pending approval")
+
+	require.NoError(t, browser.Click(ctx, "#more"))
+	require.NoError(t, browser.WaitText(ctx, 0, "Clicked"))
 
 	err = browser.WaitText(ctx, 300*time.Millisecond, "never shown")
 	require.ErrorContains(t, err, `does not show ["never shown"]`)
