@@ -17,14 +17,16 @@ import (
 
 // emit starts the delivery of one event. The event's id is the
 // webhook-id receivers deduplicate by, and the delivery workflow's id, so
-// it is fixed by the turn's run, the event and the call's wait.
+// it is fixed by the run, the event and the call's wait.
 func (t *turn) emit(ctx workflow.Context, typ, key string, card *results.Card) {
 	if !t.features.Webhooks {
 		return
 	}
-	info := workflow.GetInfo(ctx)
+	// Named by the run, not the turn id: run ids are unique across turns
+	// and runs, and a replayer knows the run id (it is in the history)
+	// but not the workflow id.
 	e := webhook.Event{
-		ID:   fmt.Sprintf("%s/%s/%s/%s", t.id, info.WorkflowExecution.RunID, typ, key),
+		ID:   fmt.Sprintf("%s/%s/%s", workflow.GetInfo(ctx).WorkflowExecution.RunID, typ, key),
 		Type: typ,
 		Turn: t.id,
 		User: t.in.User,

@@ -29,6 +29,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/activities/model/scripted"
 	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/results"
@@ -65,7 +66,15 @@ func TestMain(m *testing.M) {
 // sharedServer starts one in-process server for the package on first use;
 // tests isolate themselves by task queue and workflow id.
 func sharedServer() (hostPort, namespace string) {
-	serverOnce.Do(func() { server = temporaltest.NewServer() })
+	serverOnce.Do(func() {
+		server = temporaltest.NewServer()
+		// As worker --dev does for its embedded server.
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		if err := tollgate.RegisterSearchAttributes(ctx, server.GetDefaultClient(), server.GetDefaultNamespace()); err != nil {
+			panic(err)
+		}
+	})
 	return server.GetFrontendHostPort(), server.GetDefaultNamespace()
 }
 
@@ -94,6 +103,9 @@ type env struct {
 	// take a workflow task with it, and the turn waits this long (10s by
 	// default) before the task goes to another worker.
 	taskTimeout time.Duration
+	// searchAttributes and webhooks are the workers' features.
+	searchAttributes bool
+	webhooks         webhook.Options
 
 	mu      sync.Mutex
 	caller  client.Client
@@ -211,11 +223,13 @@ func (e *env) startWorker() *runningWorker {
 func (e *env) startWorkerWith(opts worker.Options) *runningWorker {
 	e.t.Helper()
 	plugin, err := tollgate.NewPlugin(tollgate.Options{
-		DataDir:     e.data,
-		Workspace:   e.ws,
-		Models:      providers.Config{ScriptDir: e.scripts},
-		Tools:       e.tools,
-		Connections: e.conns,
+		DataDir:          e.data,
+		Workspace:        e.ws,
+		Models:           providers.Config{ScriptDir: e.scripts},
+		Tools:            e.tools,
+		Connections:      e.conns,
+		SearchAttributes: e.searchAttributes,
+		Webhooks:         e.webhooks,
 	})
 	require.NoError(e.t, err)
 	e.mu.Lock()
