@@ -8,10 +8,11 @@ COPY . .
 # modernc SQLite (used only by --dev) is pure Go, so the binary is static.
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./worker \
  && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/starter ./starter \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/gateway ./gateway/cmd/gateway \
  && mkdir -p /out/data /out/workspace
 
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/worker /out/starter /usr/local/bin/
+COPY --from=build /out/worker /out/starter /out/gateway /usr/local/bin/
 # Named volumes take the ownership of these directories, so the nonroot
 # user can write its stores.
 COPY --from=build --chown=nonroot:nonroot /out/data /data
