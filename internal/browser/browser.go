@@ -155,14 +155,17 @@ func New(t testing.TB, opts Options) context.Context {
 	return ctx
 }
 
-// Open navigates to url and waits, up to DefaultTimeout, until an element
-// matching the CSS selector ready is visible.
+// Open navigates to url and waits, up to DefaultTimeout in all, until the
+// page has loaded and an element matching the CSS selector ready is
+// visible.
 func Open(ctx context.Context, url, ready string) error {
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
-		return fmt.Errorf("open %s: %w", url, err)
-	}
+	// Start ran the first action, so a deadline here limits this page and
+	// not the browser's life.
 	wctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
+	if err := chromedp.Do(wctx, chromedp.Navigate(url)); err != nil {
+		return fmt.Errorf("open %s: %w", url, err)
+	}
 	if err := chromedp.Do(wctx, chromedp.WaitVisible(chromedp.CSS(ready))); err != nil {
 		return fmt.Errorf("open %s: wait for %q: %w", url, ready, err)
 	}
