@@ -31,6 +31,7 @@ const uiScreenshot = "../../docs/temporal-ui.png"
 // workflow's pages and the test reads what they render, not what the API
 // returns.
 func TestTheUIShowsWhatAParkedTurnWaitsFor(t *testing.T) {
+	browser.Require(t)
 	t.Parallel()
 	began := time.Now()
 	// The dev server and task queue of `make run`, so the picture shows
