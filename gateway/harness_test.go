@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -142,6 +143,9 @@ var scripts = map[string]*tollgatetest.Model{
 	),
 }
 
+// prompts are the prompts of scripts whose turns are shown to people.
+var prompts = map[string]string{}
+
 type scriptProvider struct{}
 
 func (scriptProvider) Complete(ctx context.Context, req model.Request) (model.Response, error) {
@@ -272,7 +276,7 @@ func (e *env) park(id, script, user string, calls int) string {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	_, err := tollgate.Client{Temporal: e.caller, TaskQueue: e.tq}.Start(ctx, id, workflows.Input{
-		Prompt: "Ship version 1.2.3 to staging\nand tell #ops.",
+		Prompt: cmp.Or(prompts[script], "Ship version 1.2.3 to staging\nand tell #ops."),
 		Model:  "gw:" + script,
 		Tools:  []string{"deploy", "notify", "pick", "write_file"},
 		User:   user,

@@ -108,7 +108,7 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 		for _, c := range t.Waiting {
 			it := inboxItem{
 				TurnID: t.ID, User: t.User, Summary: t.Summary,
-				Asked: t.StartTime.Local().Format("2006-01-02 15:04:05"),
+				Asked: t.StartTime.Local().Format("2006-01-02 15:04 MST"),
 				Card:  c, StateLabel: stateLabel(c.State), Args: prettyJSON(c.Arguments), Anchor: anchor(t.ID, c.CallID),
 				CSRF: page.CSRF,
 			}

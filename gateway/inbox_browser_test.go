@@ -1,0 +1,97 @@
+package gateway_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/internal/browser"
+	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tollgatetest"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+var updateScreenshot = flag.Bool("update-screenshot", false, "also save the inbox screenshot to docs/inbox.png (the README shows it)")
+
+// screenshotFile is the README's screenshot, relative to this package.
+const screenshotFile = "../docs/inbox.png"
+
+func init() {
+	prompts["release"] = "Release 1.2.3: deploy it to production and add it to the changelog"
+	scripts["release"] = tollgatetest.NewModel(
+		tollgatetest.Reply("I'll deploy 1.2.3 to production and add it to the changelog.",
+			tollgatetest.Call("d1", "deploy", map[string]string{"env": "production", "version": "1.2.3"}),
+			tollgatetest.Call("w1", "write_file", map[string]string{"path": "CHANGELOG.md", "content": "## 1.2.3\n\n- Faster checkout\n- Refunds show their order\n"})),
+		tollgatetest.Reply("Deployed and noted in the changelog."),
+	)
+}
+
+// A person, in a real browser: log in with a key, approve one call from
+// the inbox, edit the other's arguments (first wrongly, and see why
+// inline), approve it, and the turn completes.
+func TestInboxInChromium(t *testing.T) {
+	ctx := browser.New(t, browser.Options{Width: 1100, Height: 900})
+	e := newEnv(t, envOptions{})
+	key := e.key("ops", readAnswer)
+	id := e.park("", "release", "ann", 2)
+	e.waitListed(id, workflows.StatusWaiting)
+	d1 := `section[data-turn="` + id + `"][data-call="d1"]`
+	w1 := `section[data-turn="` + id + `"][data-call="w1"]`
+	run := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		actx, cancel := context.WithTimeout(ctx, browser.DefaultTimeout)
+		defer cancel()
+		require.NoError(t, chromedp.Do(actx, steps...))
+	}
+	type css = chromedp.CSS
+
+	require.NoError(t, browser.Open(ctx, e.http.URL+"/inbox", `#login input[name="key"]`))
+	run(chromedp.SendKeys(css(`#login input[name="key"]`), key), chromedp.Submit(css(`#login`)))
+	run(chromedp.WaitVisible(css(d1)), chromedp.WaitVisible(css(w1)))
+	require.NoError(t, browser.WaitText(ctx, 0, "asked by ann", "Release 1.2.3: deploy it", "+- Faster checkout"))
+
+	shot := filepath.Join(t.TempDir(), "inbox.png")
+	require.NoError(t, browser.Screenshot(ctx, shot))
+	if *updateScreenshot {
+		b, err := os.ReadFile(shot)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(screenshotFile, b, 0o644))
+	}
+
+	// Approve the changelog write.
+	run(chromedp.Click(css(w1+` .approve-form button`), chromedp.NodeVisible), chromedp.WaitNotPresent(css(w1)))
+
+	// An edit the schema refuses: the validator's sentence beside the
+	// call, the text kept.
+	args := d1 + ` textarea[name="arguments"]`
+	run(chromedp.SetValue(css(args), `{"env": "moon", "version": "1.2.3"}`), chromedp.Click(css(d1+` .edit-form button`), chromedp.NodeVisible))
+	run(chromedp.WaitVisible(css(d1 + ` .error`)))
+	msg, err := browser.Text(ctx, d1+` .error`)
+	require.NoError(t, err)
+	require.Contains(t, msg, "the edited arguments for call d1 do not validate")
+	kept, err := chromedp.Run(ctx, chromedp.Value(css(args)))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"env": "moon", "version": "1.2.3"}`, kept)
+	s, err := e.state(id)
+	require.NoError(t, err)
+	require.Equal(t, results.StatePendingApproval, card(t, s, "d1").State, "a refused edit changes nothing")
+
+	// A valid edit, approved.
+	run(chromedp.SetValue(css(args), `{"env": "staging", "version": "1.2.3"}`), chromedp.Click(css(d1+` .edit-form button`), chromedp.NodeVisible))
+	run(chromedp.WaitVisible(css(`#empty`)))
+	require.NoError(t, browser.WaitText(ctx, 0, "Nothing is waiting for a person."))
+
+	s = e.waitState(id, "completed", func(s workflows.State) bool { return s.Status == workflows.StatusCompleted })
+	c := card(t, s, "d1")
+	require.Equal(t, results.StateSucceeded, c.State)
+	require.JSONEq(t, `{"env": "staging", "version": "1.2.3"}`, string(c.EditedArguments))
+	require.Equal(t, "ops", c.Decisions[0].By)
+	c = card(t, s, "w1")
+	require.Equal(t, results.StateSucceeded, c.State)
+	require.Equal(t, "ops", c.Decisions[0].By)
+}
