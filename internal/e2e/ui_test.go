@@ -57,6 +57,6 @@ func TestTheUIIsToldWhatATurnWaitsFor(t *testing.T) {
 		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(ev.GetUserMetadata().GetSummary(), &s))
 		summaries = append(summaries, s)
 	}
-	require.Equal(t, []string{"CallModel " + model + " step 1", "write_file summary.md", "CallModel " + model + " step 2"}, summaries)
+	require.Equal(t, []string{"CallModel " + model + " step 1", "preview write_file summary.md", "write_file summary.md", "CallModel " + model + " step 2"}, summaries)
 	e.record(run)
 }
