@@ -255,6 +255,8 @@ func (s *session) runTurn(ctx workflow.Context) {
 		// A cancelled turn still answers every call and returns its
 		// result; the session waits for it.
 		WaitForCancellation: true,
+		// A turn's workflow tasks take as long as the session's may.
+		WorkflowTaskTimeout: workflow.GetInfo(ctx).WorkflowTaskTimeout,
 		// A session that is terminated or times out cancels its turn
 		// rather than leave it waiting for a person nobody will ask.
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
