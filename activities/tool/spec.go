@@ -47,7 +47,13 @@ type Spec struct {
 	Previews bool `json:"previews,omitempty"`
 }
 
-var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// validName allows what model providers accept in a function name, plus
+// '.' between non-empty segments, so tools from an MCP server can be named
+// <server>.<tool>. A provider whose API refuses '.' maps names on its wire.
+var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]+(\.[a-zA-Z0-9_-]+)*$`)
+
+// maxNameBytes bounds a tool name, as providers do.
+const maxNameBytes = 64
 
 // WithDefaults fills unset limits and approval.
 func (s Spec) WithDefaults() Spec {
@@ -82,8 +88,8 @@ func (s Spec) Validate() error {
 // compile validates the spec and returns its compiled schema, so the
 // registry compiles each schema once rather than on every call.
 func (s Spec) compile() (*Schema, error) {
-	if !validName.MatchString(s.Name) {
-		return nil, fmt.Errorf("tool name %q must be 1-64 letters, digits, '_' or '-'", s.Name)
+	if len(s.Name) > maxNameBytes || !validName.MatchString(s.Name) {
+		return nil, fmt.Errorf("tool name %q must be 1-64 letters, digits, '_' or '-', with '.' only between them (server.tool)", s.Name)
 	}
 	if s.Description == "" {
 		return nil, fmt.Errorf("tool %s has no description", s.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,12 +47,20 @@ func TestSpecDefaultsAndValidation(t *testing.T) {
 	}{
 		{Spec{Name: "bad name", Description: "d", Approval: ApprovalNever}, `tool name "bad name"`},
 		{Spec{Name: "", Description: "d", Approval: ApprovalNever}, `tool name ""`},
+		{Spec{Name: ".x", Description: "d", Approval: ApprovalNever}, `tool name ".x"`},
+		{Spec{Name: "x.", Description: "d", Approval: ApprovalNever}, `tool name "x."`},
+		{Spec{Name: "a..b", Description: "d", Approval: ApprovalNever}, `tool name "a..b"`},
+		{Spec{Name: strings.Repeat("a", 65), Description: "d", Approval: ApprovalNever}, "must be 1-64"},
 		{Spec{Name: "x", Approval: ApprovalNever}, "has no description"},
 		{Spec{Name: "x", Description: "d", Approval: "sometimes"}, `approval "sometimes"`},
 		{Spec{Name: "x", Description: "d", Approval: ApprovalNever, Schema: json.RawMessage(`{"type":`)}, "parse JSON schema"},
 		{Spec{Name: "x", Description: "d", Approval: ApprovalNever, Schema: json.RawMessage(`{"$ref":"https://example.invalid/s.json"}`)}, "resolve JSON schema"},
 	} {
 		require.ErrorContains(t, tt.spec.Validate(), tt.want)
+	}
+	// Names a provider would send today stay valid; MCP tools add a dot.
+	for _, name := range []string{"read_file", "x", "notes.append", "a-b.c_d.e", strings.Repeat("a", 64)} {
+		require.NoError(t, Spec{Name: name, Description: "d", Approval: ApprovalNever}.Validate(), name)
 	}
 }
 
