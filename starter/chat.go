@@ -301,6 +301,9 @@ func (ch *chat) follow(ctx context.Context, turnID string) (workflows.Result, er
 		}
 		return res, err
 	}
+	if err := ch.waitRecorded(ctx, turnID); err != nil {
+		return res, err
+	}
 	out := ch.c.stdout
 	if res.Text != "" {
 		fmt.Fprintf(out, "agent> %s\n", res.Text)
@@ -344,6 +347,30 @@ func (ch *chat) waitStarted(ctx context.Context, turnID string) error {
 		}
 	}
 }
+
+// waitRecorded waits, briefly, until the session has taken in the end of
+// a turn, so the next message starts its turn at once instead of queueing
+// behind one that has already answered.
+func (ch *chat) waitRecorded(ctx context.Context, turnID string) error {
+	deadline := time.Now().Add(recordPatience)
+	for {
+		conv, err := ch.s.Conversation(ctx, ch.id)
+		if err != nil || conv.Running != turnID || time.Now().After(deadline) {
+			// A query that fails now will fail with the next message too,
+			// and say so there.
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errInterrupted
+		case <-time.After(ch.c.poll):
+		}
+	}
+}
+
+// recordPatience bounds waitRecorded: the session takes in a turn's end
+// in one workflow task.
+const recordPatience = 5 * time.Second
 
 func (ch *chat) leave() error {
 	fmt.Fprintf(ch.c.stderr, "left session %s; it stays open: starter chat --session %s\n", ch.id, ch.id)

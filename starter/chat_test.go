@@ -30,10 +30,12 @@ type fakeSessions struct {
 	turn    func(text string) *fakeTurns
 	turns   map[string]*fakeTurns
 	sendErr error
+	queued  []string
+	taken   map[string]bool
 }
 
 func newFakeSessions(turn func(text string) *fakeTurns) *fakeSessions {
-	return &fakeSessions{turn: turn, turns: map[string]*fakeTurns{}, conv: workflows.Conversation{Status: workflows.SessionOpen}}
+	return &fakeSessions{turn: turn, turns: map[string]*fakeTurns{}, taken: map[string]bool{}, conv: workflows.Conversation{Status: workflows.SessionOpen}}
 }
 
 // finished is a turn that has already answered.
@@ -63,12 +65,24 @@ func (f *fakeSessions) Send(_ context.Context, sessionID, updateID string, m wor
 	f.ids = append(f.ids, updateID)
 	id := fmt.Sprintf("%s/turn-%d", sessionID, len(f.sent))
 	f.turns[id] = f.turn(m.Text)
+	if f.conv.Running != "" {
+		// The real session would queue it; chat waits for the session
+		// to take in each turn's end, so this never happens.
+		f.queued = append(f.queued, id)
+		return workflows.Sent{TurnID: id, Queued: true}, nil
+	}
+	f.conv.Running = id
 	return workflows.Sent{TurnID: id}, nil
 }
 
+// Conversation plays the session taking in a turn's end only when asked
+// after its result was read, as the real one lags its turn's result.
 func (f *fakeSessions) Conversation(context.Context, string) (workflows.Conversation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.taken[f.conv.Running] {
+		f.conv.Running = ""
+	}
 	return f.conv, nil
 }
 
@@ -112,7 +126,11 @@ func (f *fakeSessions) Cancel(ctx context.Context, id, runID string) error {
 }
 
 func (f *fakeSessions) Result(ctx context.Context, id, runID string) (workflows.Result, error) {
-	return f.get(id).Result(ctx, id, runID)
+	res, err := f.get(id).Result(ctx, id, runID)
+	f.mu.Lock()
+	f.taken[id] = true
+	f.mu.Unlock()
+	return res, err
 }
 
 func (f *fakeSessions) Export(context.Context, string, string, io.Writer) error {
@@ -147,6 +165,7 @@ func TestChatStartsASessionAndTalks(t *testing.T) {
 	assert.NotEqual(t, f.ids[0], f.ids[1], "each message has its own update id")
 	assert.Contains(t, o.stdout, "agent> You said: hello\n")
 	assert.Contains(t, o.stdout, "agent> You said: how are you?\n")
+	assert.Empty(t, f.queued, "each message waits until the session has taken in the turn before")
 	assert.Equal(t, []workflows.End{{By: "bo", Reason: "ended from starter chat"}}, f.ended)
 	assert.Contains(t, o.stdout, "session "+f.id+" ended after 2 turn(s)")
 	assert.Contains(t, o.stderr, "come back with: starter chat --session "+f.id)
