@@ -1,0 +1,341 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// Bounds on what a server may ask a person. The message and schema come
+// from the server and are shown to people, so they are untrusted.
+const (
+	maxMessageBytes    = 4 << 10
+	maxElicitSchema    = 16 << 10
+	maxChoiceOptions   = 64
+	maxOptionBytes     = 256
+	maxElicitations    = 8
+	elicitationActions = "accept, decline"
+)
+
+// Kinds of questions, by how the answer becomes the server's content.
+const (
+	// kindConfirm: the server asks for nothing but a yes or no (no
+	// fields); a choice of accept or decline, passed on as the action.
+	kindConfirm = "confirm"
+	// kindEnum: one string field with fixed values; a choice of them.
+	kindEnum = "enum"
+	// kindBool: one boolean field; a choice of true or false.
+	kindBool = "bool"
+	// kindValue: one field of another type; a question whose schema is
+	// the field's, the answer being the field's value.
+	kindValue = "value"
+	// kindObject: several fields; a question whose schema is the
+	// server's, the answer being the whole object.
+	kindObject = "object"
+)
+
+// question is one elicitation as Tollgate puts it to a person, with what
+// it takes to turn the answer into the server's result.
+type question struct {
+	// ID fingerprints what the server asked (message and schema): a
+	// re-issued call is answered only for questions it asks again word
+	// for word.
+	ID       string          `json:"id"`
+	Kind     string          `json:"kind"`
+	Property string          `json:"property,omitempty"`
+	Schema   json.RawMessage `json:"schema,omitempty"`
+	// Interrupt is what the card shows.
+	Interrupt results.Interrupt `json:"interrupt"`
+}
+
+// describe turns a form elicitation into a question. The SDK has already
+// checked that the schema is a flat object of primitive fields.
+func describe(server string, p *mcpsdk.ElicitParams) (*question, error) {
+	if p.Mode == "url" || p.URL != "" {
+		return nil, errors.New("the server asked the user to open a URL (URL elicitation), which Tollgate does not relay")
+	}
+	var raw json.RawMessage
+	if p.RequestedSchema != nil {
+		b, err := json.Marshal(p.RequestedSchema)
+		if err != nil {
+			return nil, fmt.Errorf("the requested schema does not encode: %w", err)
+		}
+		raw = b
+	}
+	if len(raw) > maxElicitSchema {
+		return nil, fmt.Errorf("the requested schema is %d bytes; at most %d are relayed", len(raw), maxElicitSchema)
+	}
+	sum := sha256.Sum256([]byte(p.Mode + "\x00" + p.Message + "\x00" + string(raw)))
+	q := &question{ID: hex.EncodeToString(sum[:16]), Schema: raw}
+
+	prompt := fmt.Sprintf("The MCP server %s asks: %s", server, clean(p.Message, maxMessageBytes))
+	var schema jsonschema.Schema
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			return nil, fmt.Errorf("the requested schema does not decode: %w", err)
+		}
+		if _, err := tool.CompileSchema(raw); err != nil {
+			return nil, fmt.Errorf("the requested schema does not compile: %w", err)
+		}
+	}
+	switch len(schema.Properties) {
+	case 0:
+		q.Kind = kindConfirm
+		q.Interrupt = results.Interrupt{Type: results.InterruptChoice, Prompt: prompt, Options: []results.Option{
+			{ID: "accept", Label: "Accept"}, {ID: "decline", Label: "Decline"},
+		}}
+		return q, nil
+	case 1:
+		for name, field := range schema.Properties {
+			q.Property = name
+			return q, q.describeField(prompt, name, field)
+		}
+	}
+	q.Kind = kindObject
+	q.Interrupt = results.Interrupt{Type: results.InterruptQuestion, Prompt: prompt + "\nAnswer with a JSON object that fits the schema.", Schema: raw}
+	return q, nil
+}
+
+// describeField makes the question for a form of one field.
+func (q *question) describeField(prompt, name string, f *jsonschema.Schema) error {
+	if f == nil {
+		f = &jsonschema.Schema{}
+	}
+	label := clean(f.Title, maxOptionBytes)
+	if label == "" {
+		label = clean(name, maxOptionBytes)
+	}
+	if d := clean(f.Description, maxMessageBytes); d != "" {
+		label += " (" + d + ")"
+	}
+	prompt += "\n" + label
+	switch {
+	case len(f.Enum) > 0 || len(f.OneOf) > 0:
+		opts, err := enumOptions(f)
+		if err != nil {
+			return err
+		}
+		q.Kind = kindEnum
+		q.Interrupt = results.Interrupt{Type: results.InterruptChoice, Prompt: prompt, Options: opts}
+	case f.Type == "boolean":
+		q.Kind = kindBool
+		q.Interrupt = results.Interrupt{Type: results.InterruptChoice, Prompt: prompt, Options: []results.Option{
+			{ID: "true", Label: "Yes"}, {ID: "false", Label: "No"},
+		}}
+	default:
+		fs, err := json.Marshal(f)
+		if err != nil {
+			return fmt.Errorf("the field's schema does not encode: %w", err)
+		}
+		q.Kind = kindValue
+		q.Interrupt = results.Interrupt{Type: results.InterruptQuestion, Prompt: prompt, Schema: fs}
+	}
+	return nil
+}
+
+// enumOptions lists a string field's values: "enum" (labelled by the
+// legacy "enumNames") or "oneOf" entries of "const" and "title".
+func enumOptions(f *jsonschema.Schema) ([]results.Option, error) {
+	var opts []results.Option
+	add := func(v any, label string) error {
+		id, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("an option of the field is %T, not a string", v)
+		}
+		if id == "" || len(id) > maxOptionBytes || !utf8.ValidString(id) {
+			return fmt.Errorf("an option of the field is empty, longer than %d bytes or not UTF-8", maxOptionBytes)
+		}
+		if slices.ContainsFunc(opts, func(o results.Option) bool { return o.ID == id }) {
+			return fmt.Errorf("the field lists option %q twice", id)
+		}
+		opts = append(opts, results.Option{ID: id, Label: clean(label, maxOptionBytes)})
+		return nil
+	}
+	if len(f.Enum) > 0 {
+		names, _ := f.Extra["enumNames"].([]any)
+		for i, v := range f.Enum {
+			label, _ := v.(string)
+			if len(names) == len(f.Enum) {
+				if n, ok := names[i].(string); ok {
+					label = n
+				}
+			}
+			if err := add(v, label); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		for _, e := range f.OneOf {
+			if e == nil || e.Const == nil {
+				return nil, errors.New("a oneOf entry of the field has no const")
+			}
+			if err := add(*e.Const, e.Title); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(opts) > maxChoiceOptions {
+		return nil, fmt.Errorf("the field has %d options; at most %d are relayed", len(opts), maxChoiceOptions)
+	}
+	return opts, nil
+}
+
+// answer turns a person's answer (validated by the workflow against the
+// interrupt) into the result the server gets, and checks it against what
+// the server asked, so a mismatch is Tollgate's sentence rather than the
+// server's failure.
+func (q *question) answer(raw json.RawMessage) (storedAnswer, error) {
+	a := storedAnswer{Question: q.ID, Action: "accept"}
+	switch q.Kind {
+	case kindConfirm:
+		var id string
+		if err := json.Unmarshal(raw, &id); err != nil || (id != "accept" && id != "decline") {
+			return a, fmt.Errorf("the answer must be one of %s", elicitationActions)
+		}
+		a.Action = id
+		return a, nil
+	case kindEnum:
+		var id string
+		if err := json.Unmarshal(raw, &id); err != nil {
+			return a, errors.New("the answer must be one option id as a JSON string")
+		}
+		a.Content = map[string]any{q.Property: id}
+	case kindBool:
+		var id string
+		if err := json.Unmarshal(raw, &id); err != nil || (id != "true" && id != "false") {
+			return a, errors.New(`the answer must be "true" or "false"`)
+		}
+		a.Content = map[string]any{q.Property: id == "true"}
+	case kindValue:
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return a, fmt.Errorf("the answer is not JSON: %w", err)
+		}
+		a.Content = map[string]any{q.Property: v}
+	case kindObject:
+		if err := json.Unmarshal(raw, &a.Content); err != nil || a.Content == nil {
+			return a, errors.New("the answer must be a JSON object that fits the schema")
+		}
+	default:
+		return a, fmt.Errorf("unknown question kind %q", q.Kind)
+	}
+	if len(q.Schema) > 0 {
+		schema, err := tool.CompileSchema(q.Schema)
+		if err != nil {
+			return a, fmt.Errorf("the server's schema does not compile: %w", err)
+		}
+		content, _ := json.Marshal(a.Content)
+		if err := schema.Validate(content); err != nil {
+			return a, fmt.Errorf("the answer does not fit what the server asked: %w", err)
+		}
+	}
+	return a, nil
+}
+
+func (a storedAnswer) result() *mcpsdk.ElicitResult {
+	return &mcpsdk.ElicitResult{Action: a.Action, Content: a.Content}
+}
+
+// errParked is what the server hears for a question Tollgate has taken to
+// a person: the call it belongs to is being cancelled, and will be issued
+// again when the answer is in.
+var errParked = errors.New("Tollgate has asked the user; this call is cancelled and will be issued again with the answer")
+
+// elicitor answers a server's questions during one run of a call: from
+// the answers people gave in earlier runs, in the order the server asks
+// each question; the first question it has no answer for is parked and
+// the call cancelled.
+type elicitor struct {
+	server string
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	answers map[string][]storedAnswer
+	used    map[string]int
+	// resumed is the answer this run was started with; resumedUsed says
+	// whether the server asked its question again and got it.
+	resumed     *storedAnswer
+	resumedUsed bool
+	pending     *question
+	refused     error
+	asked       int
+}
+
+func newElicitor(server string, answers []storedAnswer, resumed *storedAnswer, cancel context.CancelFunc) *elicitor {
+	e := &elicitor{server: server, cancel: cancel, answers: map[string][]storedAnswer{}, used: map[string]int{}, resumed: resumed}
+	for _, a := range answers {
+		e.answers[a.Question] = append(e.answers[a.Question], a)
+	}
+	if resumed != nil {
+		e.answers[resumed.Question] = append(e.answers[resumed.Question], *resumed)
+	}
+	return e
+}
+
+func (e *elicitor) handle(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+	q, err := describe(e.server, req.Params)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.asked++
+	if err != nil {
+		if e.refused == nil {
+			e.refused = err
+		}
+		e.cancel()
+		return nil, fmt.Errorf("Tollgate cannot relay this request: %w", err)
+	}
+	i := e.used[q.ID]
+	e.used[q.ID]++
+	if have := e.answers[q.ID]; i < len(have) {
+		if e.resumed != nil && q.ID == e.resumed.Question && i == len(have)-1 {
+			e.resumedUsed = true
+		}
+		return have[i].result(), nil
+	}
+	// Several questions may arrive at once (a multi round-trip result
+	// carries them together); the parked one must not depend on which
+	// handler ran first.
+	if e.pending == nil || q.ID < e.pending.ID {
+		e.pending = q
+	}
+	e.cancel()
+	return nil, errParked
+}
+
+// parked returns the question to put to a person, if any.
+func (e *elicitor) parked() *question {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.pending
+}
+
+// clean makes server text fit to show a person: valid UTF-8, no control
+// characters but line breaks and tabs, at most max bytes.
+func clean(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b bytes.Buffer
+	for _, r := range s {
+		// Bidirectional overrides can make a prompt read differently
+		// from what it says.
+		if r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r < 0xa0 || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 {
+			continue
+		}
+		b.WriteRune(r)
+	}
+	out, _ := results.Truncate(strings.TrimSpace(b.String()), results.Limits{MaxBytes: max})
+	return out
+}

@@ -1,0 +1,392 @@
+// Package mcp offers the tools of MCP servers as Tollgate tools, with
+// Tollgate's approvals, retries, typed results and parked waits.
+//
+// A worker names its servers in a configuration file (see Config); Open
+// starts each one, lists its tools and returns them named
+// <server>.<tool>, with the server's description and argument schema.
+// Annotations set each tool's policy (see PolicyFor); the operator's
+// per-tool overrides win.
+//
+// # One session per call
+//
+// Every call opens its own MCP session (a fresh process for a stdio
+// server) and closes it when the run ends. Nothing is shared between
+// turns or users: a server cannot carry one user's data into another's
+// call, an elicitation belongs to exactly one call, an HTTP session
+// carries exactly one user's credential, and a crashed server costs one
+// call. The price is a process start (stdio) or a handshake (HTTP) per
+// call.
+//
+// # Elicitation
+//
+// When a server asks the user for input in the middle of a call, the run
+// ends with a question (or a choice, for a field with fixed values, a
+// boolean or a bare confirmation) carrying what the server asked, and
+// the call is cancelled at the server. The turn parks the card; nothing
+// runs while it waits, so a worker may stop or crash meanwhile. The
+// person's answer, checked by the workflow against the interrupt's
+// schema, comes back as the next run's Resume; that run issues the call
+// again and answers the server's question at once when it is asked
+// again, word for word (questions asked earlier in the call get their
+// earlier answers, in order). A question the server did not ask before
+// parks the call again. What a call has been answered is kept in the
+// state directory, which every worker of the task queue must share.
+//
+// This needs a server whose questions are deterministic for the same
+// arguments: one that asks something different when the call is issued
+// again ends the call with a tool error rather than guessing where the
+// answer goes. Whatever a tool does before its first question it does
+// again on every re-issue.
+//
+// # Authorization
+//
+// Requests to an HTTP server carry the turn user's stored connection for
+// the provider named like the server. A 401 (or a 403 asking for more
+// scope) ends the run as connection_required for that provider; after
+// "connected" the call runs again with the stored credential.
+//
+// # Untrusted servers
+//
+// Descriptions, schemas and results come from the server and are
+// treated as untrusted: descriptions and schemas are bounded, a schema
+// that does not compile drops its tool, what one call receives is
+// bounded, stdio servers see only an allowlisted environment, and each
+// runs in its own process group, killed when the call ends or is
+// cancelled.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tollgate-dev/tollgate/activities/connections"
+	"github.com/tollgate-dev/tollgate/activities/tool"
+)
+
+// Options configure Open.
+type Options struct {
+	// Connections holds users' credentials for HTTP servers (provider:
+	// the server's name). Nil: calls carry no user credential.
+	Connections connections.Store
+	// StateDir keeps the answers of calls waiting for a person's answer
+	// to a server's question. Every worker that may run a turn's calls
+	// must see the same directory (the data directory's "mcp"). Empty
+	// keeps them in memory: an answer arriving after a restart then ends
+	// its call with a tool error.
+	StateDir string
+	// StateMaxAge is how old a waiting call's record may get before Open
+	// removes it (default DefaultStateMaxAge).
+	StateMaxAge time.Duration
+	// HTTPClient is the base of HTTP servers' clients (its transport and
+	// timeout); nil is http.DefaultTransport.
+	HTTPClient *http.Client
+	// StartTimeout bounds starting a server and listing its tools
+	// (default 60s: a stdio server run through "go run" may compile).
+	StartTimeout time.Duration
+	// Logger receives what the servers' sessions report; nil discards it.
+	Logger *slog.Logger
+	// Getenv and Environ read the worker's environment (os.Getenv and
+	// os.Environ when nil).
+	Getenv  func(string) string
+	Environ func() []string
+}
+
+func (o Options) withDefaults() Options {
+	if o.StateMaxAge <= 0 {
+		o.StateMaxAge = DefaultStateMaxAge
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ
+	}
+	return o
+}
+
+// Toolset is the tools of every configured server.
+type Toolset struct {
+	tools   []tool.Tool
+	skipped []Skipped
+	live    *liveSet
+}
+
+// Skipped is a tool a server listed that Tollgate does not offer, and
+// why: disabled by the operator, a name or schema it cannot use.
+type Skipped struct {
+	Server string
+	Tool   string
+	Reason string
+}
+
+// Tools returns the tools, in server and tool name order.
+func (t *Toolset) Tools() []tool.Tool { return slices.Clone(t.tools) }
+
+// Skipped lists the tools left out, for the worker's log.
+func (t *Toolset) Skipped() []Skipped { return slices.Clone(t.skipped) }
+
+// Close kills every server process still running a call. The worker
+// calls it on shutdown, after its activities have had their stop
+// timeout: what runs then would be cut off anyway.
+func (t *Toolset) Close() {
+	t.live.killAll()
+}
+
+// Open starts every configured server, lists its tools and returns them.
+// A server that cannot be started or listed is an error: a worker that
+// quietly offered fewer tools would fail its turns later, and less
+// clearly.
+func Open(ctx context.Context, cfg Config, opts Options) (*Toolset, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("mcp config: %w", err)
+	}
+	opts = opts.withDefaults()
+	var states stateStore = newMemoryStates()
+	if opts.StateDir != "" {
+		fs, err := newFileStates(opts.StateDir, opts.StateMaxAge)
+		if err != nil {
+			return nil, err
+		}
+		states = fs
+	}
+	live := &liveSet{m: map[*process]struct{}{}}
+	names := sortedKeys(cfg.Servers)
+	found := make([][]*mcpsdk.Tool, len(names))
+	errs := make([]error, len(names))
+	servers := make([]*server, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		servers[i] = &server{name: name, cfg: cfg.Servers[name], opts: opts, states: states, live: live}
+		wg.Go(func() {
+			found[i], errs[i] = servers[i].listTools(ctx)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	ts := &Toolset{live: live}
+	for i, s := range servers {
+		tools, skipped, err := s.adapt(found[i])
+		if err != nil {
+			return nil, err
+		}
+		ts.tools = append(ts.tools, tools...)
+		ts.skipped = append(ts.skipped, skipped...)
+	}
+	return ts, nil
+}
+
+// server is one configured server at run time.
+type server struct {
+	name   string
+	cfg    Server
+	opts   Options
+	states stateStore
+	live   *liveSet
+}
+
+// maxTools bounds what one server may list.
+const maxTools = 512
+
+// listTools opens a discovery session and lists the server's tools.
+func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
+	defer cancel()
+	sess, err := s.connect(ctx, sessionOptions{discovery: true})
+	if err != nil {
+		if c, _ := sess.challenged(); c != nil {
+			return nil, fmt.Errorf("mcp server %s answered HTTP %d when Tollgate listed its tools: give it a credential for discovery in \"discovery_headers\"", s.name, c.status)
+		}
+		return nil, fmt.Errorf("mcp server %s: %w", s.name, s.redact(err))
+	}
+	defer sess.close(ctx)
+	var tools []*mcpsdk.Tool
+	for t, err := range sess.cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %s: list tools: %w", s.name, s.redact(err))
+		}
+		if len(tools) == maxTools {
+			return nil, fmt.Errorf("mcp server %s lists more than %d tools", s.name, maxTools)
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// sessionOptions say who a session is for.
+type sessionOptions struct {
+	// discovery sessions list tools at start: discovery headers, no user.
+	discovery bool
+	user      string
+	elicit    func(context.Context, *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error)
+}
+
+// session is one open MCP session and what it runs on.
+type session struct {
+	cs   *mcpsdk.ClientSession
+	proc *process
+	auth *userAuth
+	live *liveSet
+	// over records that the server sent more than the session's bound.
+	over atomic.Bool
+}
+
+// connect opens a session. On error the returned session (possibly nil)
+// still tells what an HTTP server's challenge said.
+func (s *server) connect(ctx context.Context, so sessionOptions) (*session, error) {
+	copts := &mcpsdk.ClientOptions{
+		Logger: s.opts.Logger.With("mcp_server", s.name),
+		// No roots: a server learns nothing of the worker's files.
+		Capabilities:       &mcpsdk.ClientCapabilities{},
+		ElicitationHandler: so.elicit,
+	}
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "tollgate", Version: "1"}, copts)
+	sess := &session{live: s.live}
+	var transport mcpsdk.Transport
+	if s.cfg.Command != "" {
+		proc, err := startProcess(s.cfg.Command, s.cfg.Args, s.cfg.Dir, serverEnv(s.opts.Environ(), s.cfg.Env))
+		if err != nil {
+			return nil, &startError{err}
+		}
+		sess.proc = proc
+		s.live.add(proc)
+		// The reader enforces the bound on one message itself, so that
+		// going over it is told apart from a broken pipe; the SDK's own
+		// bound sits above it.
+		transport = &mcpsdk.IOTransport{
+			Reader:        &stdioReader{p: proc, budget: s.cfg.sessionBudget(), maxLine: int64(s.cfg.maxResultBytes()), over: &sess.over},
+			Writer:        stdioWriter{proc},
+			MaxLineLength: s.cfg.maxResultBytes() + 1<<10,
+		}
+	} else {
+		headers, err := resolveHeaders(s.cfg.Headers, s.opts.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		if so.discovery {
+			extra, err := resolveHeaders(s.cfg.DiscoveryHeaders, s.opts.Getenv)
+			if err != nil {
+				return nil, err
+			}
+			for k, v := range extra {
+				headers[k] = v
+			}
+		}
+		sess.auth = &userAuth{user: so.user, provider: s.name}
+		if !so.discovery {
+			sess.auth.store = s.opts.Connections
+		}
+		transport = &mcpsdk.StreamableClientTransport{
+			Endpoint:   s.cfg.URL,
+			HTTPClient: httpClient(s.opts.HTTPClient, headers, s.cfg.sessionBudget(), &sess.over),
+			// A call's session needs no stream of its own: what the server
+			// sends about the call comes on the call's response.
+			DisableStandaloneSSE: true,
+			OAuthHandler:         sess.auth,
+			MaxEventSize:         s.cfg.maxResultBytes(),
+		}
+	}
+	cs, err := client.Connect(ctx, transport, &mcpsdk.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
+	if err != nil {
+		sess.close(ctx)
+		return sess, fmt.Errorf("connect: %w", err)
+	}
+	sess.cs = cs
+	return sess, nil
+}
+
+// close ends the session; a stdio server's process group is killed at
+// once if the call was cancelled, else after its grace period.
+func (sess *session) close(ctx context.Context) {
+	if sess == nil {
+		return
+	}
+	if sess.proc != nil && ctx.Err() != nil {
+		sess.proc.kill()
+	}
+	if sess.cs != nil {
+		_ = sess.cs.Close()
+	}
+	if sess.proc != nil {
+		sess.proc.stop()
+		sess.live.remove(sess.proc)
+	}
+}
+
+func (sess *session) challenged() (*challenge, bool) {
+	if sess == nil {
+		return nil, false
+	}
+	return sess.auth.result()
+}
+
+// redact keeps a configured URL's query (which may hold a key) out of an
+// error that goes to a card or a log.
+func (s *server) redact(err error) error {
+	if err == nil || s.cfg.URL == "" {
+		return err
+	}
+	if red := redactURL(s.cfg.URL); red != s.cfg.URL && strings.Contains(err.Error(), s.cfg.URL) {
+		return &redactedError{msg: strings.ReplaceAll(err.Error(), s.cfg.URL, red), err: err}
+	}
+	return err
+}
+
+// redactedError words an error without a secret and keeps its chain for
+// errors.Is and errors.As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// liveSet is the server processes running now.
+type liveSet struct {
+	mu sync.Mutex
+	m  map[*process]struct{}
+}
+
+func (l *liveSet) add(p *process) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.m[p] = struct{}{}
+}
+
+func (l *liveSet) remove(p *process) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, p)
+}
+
+func (l *liveSet) killAll() {
+	l.mu.Lock()
+	procs := make([]*process, 0, len(l.m))
+	for p := range l.m {
+		procs = append(procs, p)
+	}
+	l.mu.Unlock()
+	for _, p := range procs {
+		p.kill()
+	}
+}

@@ -1,0 +1,257 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// stdioFixture is the test binary configured as a stdio server "t".
+type stdioFixture struct {
+	ts      *Toolset
+	log     string
+	states  string
+	environ []string
+}
+
+func openStdio(t *testing.T, mutate func(*Server)) *stdioFixture {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	f := &stdioFixture{log: filepath.Join(dir, "log"), states: filepath.Join(dir, "states")}
+	f.environ = append(os.Environ(), serverEnvVar+"=stdio", "MCP_TEST_LOG="+f.log, "SECRET_MODEL_KEY=sk-do-not-pass")
+	srv := Server{Command: exe, Env: []string{serverEnvVar, "MCP_TEST_*"}}
+	if mutate != nil {
+		mutate(&srv)
+	}
+	ts, err := Open(context.Background(), Config{Servers: map[string]Server{"t": srv}}, Options{
+		StateDir: f.states,
+		Environ:  func() []string { return f.environ },
+	})
+	require.NoError(t, err)
+	t.Cleanup(ts.Close)
+	f.ts = ts
+	return f
+}
+
+func (f *stdioFixture) tool(t *testing.T, name string) tool.Tool {
+	t.Helper()
+	for _, tl := range f.ts.Tools() {
+		if tl.Spec().Name == name {
+			return tl
+		}
+	}
+	require.Failf(t, "no tool", "%s is not among the tools", name)
+	return nil
+}
+
+func (f *stdioFixture) logLines(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(f.log)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+func run(t *testing.T, tl tool.Tool, call tool.Call) results.Outcome {
+	t.Helper()
+	if call.TurnID == "" {
+		call.TurnID = "turn-1"
+	}
+	if call.CallID == "" {
+		call.CallID = "call-1"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := tl.Run(ctx, call)
+	require.NoError(t, err)
+	require.NoError(t, out.Validate())
+	return out
+}
+
+func answer(v string) *tool.Resume {
+	return &tool.Resume{Decision: results.DecisionAnswer, Answer: json.RawMessage(v), By: "ada"}
+}
+
+func TestOpenOffersToolsWithTheirPolicies(t *testing.T) {
+	f := openStdio(t, func(s *Server) {
+		s.Tools = map[string]Override{"write": {Approval: "never"}}
+	})
+	specs := map[string]tool.Spec{}
+	for _, tl := range f.ts.Tools() {
+		specs[tl.Spec().Name] = tl.Spec()
+	}
+	require.Contains(t, specs, "t.read")
+	require.Equal(t, tool.ApprovalNever, specs["t.read"].Approval)
+	require.True(t, specs["t.read"].Idempotent)
+	require.True(t, specs["t.read"].Concurrent)
+	require.Equal(t, "Read everything.", specs["t.read"].Description)
+
+	require.Equal(t, tool.ApprovalAlways, specs["t.ask"].Approval, "destructive")
+	require.False(t, specs["t.ask"].Idempotent)
+	require.Equal(t, tool.ApprovalAlways, specs["t.upsert"].Approval, "additive is still a change")
+	require.True(t, specs["t.upsert"].Idempotent)
+	require.Equal(t, tool.ApprovalNever, specs["t.write"].Approval, "the operator's override wins")
+	require.False(t, specs["t.write"].Concurrent)
+
+	var schema map[string]any
+	require.NoError(t, json.Unmarshal(specs["t.write"].Schema, &schema))
+	require.Equal(t, "object", schema["type"])
+	require.Contains(t, schema["properties"], "name")
+
+	wordy := specs["t.wordy"].Description
+	require.LessOrEqual(t, len(wordy), maxDescriptionBytes+len("\n[truncated]"))
+	require.NotContains(t, wordy, "\x1b", "control characters are dropped")
+
+	skipped := map[string]string{}
+	for _, s := range f.ts.Skipped() {
+		skipped[s.Tool] = s.Reason
+	}
+	require.Contains(t, skipped["remote_ref"], "schema", "a schema that does not compile drops its tool")
+	require.Contains(t, skipped["sl/ash"], "name")
+	require.NotContains(t, specs, "t.remote_ref")
+}
+
+func TestOverridesAllowlistAndTypos(t *testing.T) {
+	f := openStdio(t, func(s *Server) {
+		s.Tools = map[string]Override{"*": {Disabled: true}, "read": {}, "fail": {Approval: "always"}}
+	})
+	var names []string
+	for _, tl := range f.ts.Tools() {
+		names = append(names, tl.Spec().Name)
+	}
+	require.Equal(t, []string{"t.fail", "t.read"}, names)
+	require.Equal(t, tool.ApprovalAlways, f.tool(t, "t.fail").Spec().Approval)
+
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	_, err = Open(context.Background(), Config{Servers: map[string]Server{"t": {
+		Command: exe, Env: []string{serverEnvVar}, Tools: map[string]Override{"delete_fle": {Approval: "always"}},
+	}}}, Options{Environ: func() []string { return append(os.Environ(), serverEnvVar+"=stdio") }})
+	require.ErrorContains(t, err, `overrides tool "delete_fle", which the server does not list`)
+}
+
+func TestOpenFailsForAServerThatDoesNotStart(t *testing.T) {
+	_, err := Open(context.Background(), Config{Servers: map[string]Server{"gone": {Command: filepath.Join(t.TempDir(), "no-such-server")}}}, Options{})
+	require.ErrorContains(t, err, "mcp server gone")
+}
+
+func TestContentBlocksBecomeTypedResults(t *testing.T) {
+	f := openStdio(t, nil)
+	out := run(t, f.tool(t, "t.read"), tool.Call{})
+	require.Equal(t, results.KindSuccess, out.Kind)
+	s := out.Success
+	require.Equal(t, []results.Part{
+		results.TextPart("hello"),
+		results.MediaPart("image/png", []byte("\x89PNG")),
+		results.MediaPart("audio/wav", []byte("RIFF")),
+		results.TextPart("# B"),
+		results.MediaPart("application/pdf", []byte("%PDF")),
+	}, s.Parts)
+	require.Equal(t, []results.Source{
+		{URL: "file:///notes/a.md", Title: "Note A"},
+		{URL: "file:///notes/b.md"},
+		{URL: "file:///notes/c.bin"},
+	}, s.Sources)
+	require.JSONEq(t, `{"count":3}`, string(s.Details))
+
+	out = run(t, f.tool(t, "t.structured"), tool.Call{})
+	require.Equal(t, []results.Part{results.JSONPart(json.RawMessage(`{"n":1}`))}, out.Success.Parts, "structured content alone reaches the model")
+	require.JSONEq(t, `{"n":1}`, string(out.Success.Details))
+
+	out = run(t, f.tool(t, "t.fail"), tool.Call{})
+	require.Equal(t, results.KindToolError, out.Kind)
+	require.Equal(t, "no such note", out.ToolError.Message)
+}
+
+func TestStdioServerSeesOnlyTheAllowlistedEnvironment(t *testing.T) {
+	f := openStdio(t, nil)
+	out := run(t, f.tool(t, "t.env"), tool.Call{})
+	names := strings.Split(out.Success.Parts[0].Text, "\n")
+	require.Contains(t, names, serverEnvVar)
+	require.Contains(t, names, "MCP_TEST_LOG", "NAME_* matches a prefix")
+	require.NotContains(t, names, "SECRET_MODEL_KEY")
+	for _, n := range names {
+		require.True(t, envMatches(n, baseEnv) || envMatches(n, []string{serverEnvVar, "MCP_TEST_*"}), "%s passed", n)
+	}
+}
+
+func TestProtocolAndTransportFailuresAreInternal(t *testing.T) {
+	f := openStdio(t, func(s *Server) { s.MaxResultBytes = 64 << 10 })
+	ctx := context.Background()
+	_, err := f.tool(t, "t.crash").Run(ctx, tool.Call{TurnID: "x", CallID: "crash", Arguments: json.RawMessage(`{}`)})
+	require.Error(t, err, "a server that died is an internal error, never a result for the model")
+	require.True(t, tool.IsRetryable(err), "an idempotent tool is retried after a lost session")
+
+	out := run(t, f.tool(t, "t.big"), tool.Call{})
+	require.Equal(t, results.KindToolError, out.Kind)
+	require.Contains(t, out.ToolError.Message, "larger than 65536 bytes")
+
+	// A tool the server stopped listing since the worker started.
+	gone := *f.tool(t, "t.write").(*mcpTool)
+	gone.mcpName = "gone"
+	_, err = gone.Run(ctx, tool.Call{TurnID: "x", CallID: "gone", Arguments: json.RawMessage(`{}`)})
+	require.Error(t, err, "the server's protocol error is internal")
+	require.False(t, tool.IsRetryable(err))
+}
+
+func TestCancellingACallKillsTheServersProcessGroup(t *testing.T) {
+	f := openStdio(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.tool(t, "t.sleep").Run(ctx, tool.Call{TurnID: "x", CallID: "sleep", Arguments: json.RawMessage(`{}`)})
+		done <- err
+	}()
+	var pids []int
+	require.Eventually(t, func() bool {
+		for _, l := range f.logLines(t) {
+			if rest, ok := strings.CutPrefix(l, "pids "); ok {
+				for _, p := range strings.Fields(rest) {
+					n, _ := strconv.Atoi(p)
+					pids = append(pids, n)
+				}
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 20*time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call did not return")
+	}
+	for _, pid := range pids {
+		require.Eventually(t, func() bool { return !alive(pid) }, 5*time.Second, 20*time.Millisecond, "process %d outlived the call", pid)
+	}
+}
+
+// alive reports whether pid runs (a zombie, reaped by nobody in the test,
+// counts as dead).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(b))
+	return len(fields) < 3 || fields[2] != "Z"
+}

@@ -1,0 +1,189 @@
+package mcp
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// stdinGrace is how long a server may take to exit once its stdin is
+// closed before its process group is killed. MCP asks servers to exit on
+// end of input; one that does not loses nothing by being killed, since
+// the call is over.
+const stdinGrace = time.Second
+
+// baseEnv is what every stdio server sees of the worker's environment:
+// enough to find programs, a home, a locale and a time zone. Anything
+// else may be a secret (a model key, a database URL), so the operator
+// names the rest in the server's "env".
+var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR"}
+
+// serverEnv keeps the variables of environ named by baseEnv or extra
+// (NAME_* matches a prefix).
+func serverEnv(environ, extra []string) []string {
+	env := make([]string, 0, len(baseEnv)+len(extra))
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		if envMatches(name, baseEnv) || envMatches(name, extra) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func envMatches(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && prefix != "" {
+			if strings.HasPrefix(name, prefix) {
+				return true
+			}
+		} else if name == p {
+			return true
+		}
+	}
+	return false
+}
+
+// process is one stdio server, started for one session.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	stderr *tailBuffer
+	exited chan struct{}
+	once   sync.Once
+}
+
+// startProcess starts the server with its own process group and pipes
+// for stdin and stdout. Stderr is kept (its end) for the logs.
+func startProcess(command string, args []string, dir string, env []string) (*process, error) {
+	cmd := exec.Command(command, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	// A grandchild that escaped the group may hold stderr open; Wait
+	// gives up on it after this long rather than never returning.
+	cmd.WaitDelay = stdinGrace
+	ownGroup(cmd)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("create stdout pipe: %w", err)
+	}
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: &tailBuffer{max: 8 << 10}, exited: make(chan struct{})}
+	// Passing *os.File hands the child the pipe ends directly, so no copy
+	// goroutine inside exec keeps Wait from returning while a grandchild
+	// holds them.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("start %s: %w", command, err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// stop ends the server: stdin closes (the MCP way to ask it to exit),
+// then after a grace period the whole process group is killed, whether
+// the server exited or not, so nothing it started outlives the call.
+func (p *process) stop() {
+	p.once.Do(func() {
+		p.stdin.Close()
+		select {
+		case <-p.exited:
+		case <-time.After(stdinGrace):
+		}
+		killGroup(p.cmd)
+		<-p.exited
+		p.stdout.Close()
+	})
+}
+
+// kill ends the server at once: the worker is shutting down or the call
+// was cancelled.
+func (p *process) kill() {
+	killGroup(p.cmd)
+	p.stop()
+}
+
+// Stderr returns the end of what the server wrote to stderr.
+func (p *process) Stderr() string { return p.stderr.String() }
+
+// stdioReader and stdioWriter are the process's pipes as the SDK's
+// IOTransport wants them: closing the connection stops the process.
+type stdioReader struct {
+	p *process
+	// budget is what the session may still receive; line bounds one
+	// message (a line of JSON), line counting what the current one has.
+	budget, maxLine, line int64
+	over                  *atomic.Bool
+}
+
+func (r *stdioReader) Read(b []byte) (int, error) {
+	n, err := r.p.stdout.Read(b)
+	for _, c := range b[:n] {
+		r.line++
+		if c == '\n' {
+			r.line = 0
+		}
+		if r.line > r.maxLine {
+			break
+		}
+	}
+	if r.budget -= int64(n); r.budget < 0 || r.line > r.maxLine {
+		r.over.Store(true)
+		return 0, fmt.Errorf("read from the server: %w", errTooLarge)
+	}
+	return n, err
+}
+
+func (r *stdioReader) Close() error { r.p.stop(); return nil }
+
+type stdioWriter struct{ p *process }
+
+func (w stdioWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
+func (w stdioWriter) Close() error                { return nil }
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+var _ io.Writer = (*tailBuffer)(nil)
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,322 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// Bounds on what a server may declare about a tool.
+const (
+	maxDescriptionBytes = 4 << 10
+	maxSchemaBytes      = 64 << 10
+)
+
+// mcpToolName is what Tollgate can put after "<server>.".
+var mcpToolName = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+// adapt turns the listed tools into Tollgate tools. An override naming a
+// tool the server does not list is an error: the operator meant to
+// restrict something, and a typo must not leave it unrestricted.
+func (s *server) adapt(listed []*mcpsdk.Tool) ([]tool.Tool, []Skipped, error) {
+	byName := map[string]*mcpsdk.Tool{}
+	for _, t := range listed {
+		if t != nil {
+			byName[t.Name] = t
+		}
+	}
+	for _, name := range sortedKeys(s.cfg.Tools) {
+		if _, ok := byName[name]; !ok && name != "*" {
+			return nil, nil, fmt.Errorf("mcp server %s: the configuration overrides tool %q, which the server does not list (it lists %d tools)", s.name, name, len(byName))
+		}
+	}
+	var tools []tool.Tool
+	var skipped []Skipped
+	for _, name := range sortedKeys(byName) {
+		t, err := s.adaptOne(byName[name])
+		if err != nil {
+			skipped = append(skipped, Skipped{Server: s.name, Tool: clean(name, 128), Reason: err.Error()})
+			continue
+		}
+		if t != nil {
+			tools = append(tools, t)
+		}
+	}
+	return tools, skipped, nil
+}
+
+// override merges the tool's own entry over the "*" entry. A tool with
+// an entry of its own is offered unless that entry disables it, so "*"
+// disabled plus entries is an allowlist.
+func (s *server) override(name string) Override {
+	star, own := s.cfg.Tools["*"], s.cfg.Tools[name]
+	_, hasOwn := s.cfg.Tools[name]
+	o := star
+	if own.Approval != "" {
+		o.Approval = own.Approval
+	}
+	if own.Idempotent != nil {
+		o.Idempotent = own.Idempotent
+	}
+	o.Disabled = own.Disabled || (star.Disabled && !hasOwn)
+	return o
+}
+
+func (s *server) adaptOne(t *mcpsdk.Tool) (tool.Tool, error) {
+	o := s.override(t.Name)
+	if o.Disabled {
+		return nil, errors.New("disabled by the configuration")
+	}
+	if !mcpToolName.MatchString(t.Name) {
+		return nil, errors.New("its name has characters a Tollgate tool name cannot have (letters, digits, '_', '-' and inner '.')")
+	}
+	schema := json.RawMessage(`{"type":"object"}`)
+	if t.InputSchema != nil {
+		b, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("its input schema does not encode: %w", err)
+		}
+		schema = b
+	}
+	if len(schema) > maxSchemaBytes {
+		return nil, fmt.Errorf("its input schema is %d bytes; at most %d are taken", len(schema), maxSchemaBytes)
+	}
+	var root struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(schema, &root); err != nil || root.Type != "object" {
+		return nil, errors.New(`its input schema is not of type "object"`)
+	}
+	desc := clean(t.Description, maxDescriptionBytes)
+	if desc == "" {
+		title := t.Title
+		if title == "" && t.Annotations != nil {
+			title = t.Annotations.Title
+		}
+		desc = fmt.Sprintf("The %s tool of the MCP server %s.", clean(firstOf(title, t.Name), maxTitleBytes), s.name)
+	}
+	p := PolicyFor(t.Annotations, o)
+	spec := tool.Spec{
+		Name:        s.name + "." + t.Name,
+		Description: desc,
+		Schema:      schema,
+		Approval:    p.Approval,
+		Idempotent:  p.Idempotent,
+		Concurrent:  p.Concurrent,
+		Timeout:     s.cfg.timeout(),
+	}.WithDefaults()
+	// Validate compiles the schema: one that does not compile could not
+	// check a call's arguments, so the tool is not offered.
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	return &mcpTool{srv: s, mcpName: t.Name, spec: spec}, nil
+}
+
+// mcpTool is one MCP tool as a Tollgate tool.
+type mcpTool struct {
+	srv     *server
+	mcpName string
+	spec    tool.Spec
+}
+
+func (t *mcpTool) Spec() tool.Spec { return t.spec }
+
+// Run issues the call in a session of its own. See the package
+// documentation for how elicitation and authorization map onto the
+// turn's waits.
+func (t *mcpTool) Run(ctx context.Context, call tool.Call) (results.Outcome, error) {
+	return t.run(ctx, call, runID(ctx))
+}
+
+// run is Run for the activity run named run ("" outside an activity).
+func (t *mcpTool) run(ctx context.Context, call tool.Call, run string) (results.Outcome, error) {
+	s := t.srv
+	st, found, err := s.states.load(ctx, call.TurnID, call.CallID)
+	if err != nil {
+		return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
+	}
+	if !found {
+		st = callState{Version: stateVersion, Turn: call.TurnID, Call: call.CallID, Tool: t.spec.Name}
+	}
+	var resumed *storedAnswer
+	if r := call.Resume; r != nil {
+		switch r.Decision {
+		case results.DecisionAnswer:
+			switch {
+			case run != "" && st.SavedBy == run:
+				// An earlier attempt of this run took the answer in and
+				// saved what followed; the answers hold it already.
+			case st.Pending == nil:
+				return results.FailTool("Tollgate has no record of the question this answer is for (the worker that asked keeps it in a state directory this worker does not see, or it was removed), so it cannot be passed to %s; the call did not finish", s.name), nil
+			default:
+				a, err := st.Pending.answer(r.Answer)
+				if err != nil {
+					return results.FailTool("the answer cannot be passed to %s: %v", s.name, err), nil
+				}
+				resumed = &a
+			}
+		case results.DecisionConnected:
+		default:
+			return results.FailTool("a call of %s cannot go on after a %q decision", t.spec.Name, r.Decision), nil
+		}
+	}
+
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	el := newElicitor(s.name, st.Answers, resumed, cancel)
+	sess, err := s.connect(callCtx, sessionOptions{user: call.User, elicit: el.handle})
+	var res *mcpsdk.CallToolResult
+	if err == nil {
+		args := call.Arguments
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		res, err = sess.cs.CallTool(callCtx, &mcpsdk.CallToolParams{Name: t.mcpName, Arguments: args})
+	}
+	sess.close(callCtx)
+	if sess != nil && sess.proc != nil {
+		if tail := sess.proc.Stderr(); tail != "" {
+			s.opts.Logger.Debug("MCP server stderr", "mcp_server", s.name, "tool", t.spec.Name, "stderr", tail)
+		}
+	}
+
+	if el.refused != nil {
+		_ = s.states.remove(ctx, call.TurnID, call.CallID)
+		return results.FailTool("%s asked the user for input in a way Tollgate cannot relay (%v); the call did not finish", s.name, el.refused), nil
+	}
+	if q := el.parked(); q != nil {
+		return t.park(ctx, st, resumed, el, q, run)
+	}
+	if ctx.Err() != nil {
+		return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, ctx.Err())
+	}
+	if err != nil {
+		if c, sent := sess.challenged(); c != nil {
+			return t.needConnection(ctx, call, st, resumed, run, c, sent)
+		}
+		if sess != nil && sess.over.Load() {
+			err = fmt.Errorf("%w: %w", errTooLarge, err)
+		}
+		return t.failed(err)
+	}
+	if resumed != nil && !el.resumedUsed {
+		s.opts.Logger.Warn("MCP server finished a re-issued call without asking the question it had been answered", "mcp_server", s.name, "tool", t.spec.Name)
+	}
+	if err := s.states.remove(ctx, call.TurnID, call.CallID); err != nil {
+		s.opts.Logger.Warn("Could not remove an MCP call's record", "mcp_server", s.name, "error", err)
+	}
+	return toOutcome(s.name, res)
+}
+
+// park saves what the call has been answered so far and the new question,
+// and ends the run with the interrupt.
+func (t *mcpTool) park(ctx context.Context, st callState, resumed *storedAnswer, el *elicitor, q *question, run string) (results.Outcome, error) {
+	s := t.srv
+	if resumed != nil && !el.resumedUsed {
+		_ = s.states.remove(ctx, st.Turn, st.Call)
+		return results.FailTool("%s asked something other than the question the user answered when Tollgate issued the call again (its questions are not the same for the same call), so the answer could not be given; the call did not finish", s.name), nil
+	}
+	if st.Asked >= maxElicitations {
+		_ = s.states.remove(ctx, st.Turn, st.Call)
+		return results.FailTool("%s asked the user more than %d questions in one call; the call did not finish", s.name, maxElicitations), nil
+	}
+	if resumed != nil {
+		st.Answers = append(st.Answers, *resumed)
+	}
+	st.Pending = q
+	st.Asked++
+	st.SavedBy = run
+	st.Updated = time.Now().UTC()
+	if err := s.states.save(ctx, st); err != nil {
+		return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
+	}
+	in := q.Interrupt
+	return results.Outcome{Kind: results.KindInterrupt, Interrupt: &in}, nil
+}
+
+// needConnection answers a server's 401: the call waits for the user to
+// connect the provider named like the server.
+func (t *mcpTool) needConnection(ctx context.Context, call tool.Call, st callState, resumed *storedAnswer, run string, c *challenge, sent bool) (results.Outcome, error) {
+	s := t.srv
+	if c.status == 403 && !c.insufficient {
+		return results.FailTool("%s refused the call (HTTP 403): the user's account may not do this", s.name), nil
+	}
+	if call.User == "" {
+		return results.FailTool("%s needs an account connection (HTTP %d), and this turn names no user to connect one for; start the turn with a user", s.name, c.status), nil
+	}
+	if sent && call.Resume != nil && call.Resume.Decision == results.DecisionConnected {
+		// Asking again would go round in circles; the model can tell the
+		// user.
+		return results.FailTool("%s rejected the %s connection the user just made (HTTP %d); ask them to check the account and connect again", s.name, s.name, c.status), nil
+	}
+	if resumed != nil {
+		// The answer was taken; it waits with the others for the re-run.
+		st.Answers = append(st.Answers, *resumed)
+		st.Pending, st.SavedBy, st.Updated = nil, run, time.Now().UTC()
+		if err := s.states.save(ctx, st); err != nil {
+			return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
+		}
+	}
+	hint := clean(s.cfg.ConnectHint, 1024)
+	if hint == "" {
+		hint = fmt.Sprintf("Connect your %s account for the MCP server %s", s.name, redactURL(s.cfg.URL))
+		if c.resourceMetadata != "" {
+			hint += "; its authorization metadata: " + c.resourceMetadata
+		}
+		if sent {
+			hint += " (the stored connection was rejected; connect again)"
+		}
+		hint += "."
+	}
+	return results.NeedConnection(s.name, hint, c.scopes...), nil
+}
+
+// failed classifies a session or protocol failure. The error becomes an
+// internal error whose detail operators see and the model never does; a
+// failure of the connection is retryable (for an idempotent tool), the
+// server's own protocol error is not.
+func (t *mcpTool) failed(err error) (results.Outcome, error) {
+	s := t.srv
+	err = s.redact(err)
+	var rpcErr *jsonrpc.Error
+	var start *startError
+	switch {
+	case errors.Is(err, errTooLarge):
+		return results.FailTool("the result of %s was larger than %d bytes, the limit for this server; ask for less", t.spec.Name, s.cfg.maxResultBytes()), nil
+	case errors.As(err, &start):
+		return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
+	case errors.As(err, &rpcErr):
+		return results.Outcome{}, fmt.Errorf("%s: the server answered with a protocol error: %w", t.spec.Name, err)
+	default:
+		return results.Outcome{}, tool.Retryable(fmt.Errorf("%s: the session with the server failed: %w", t.spec.Name, err))
+	}
+}
+
+// startError is a stdio server that could not be started: retrying will
+// not help.
+type startError struct{ err error }
+
+func (e *startError) Error() string { return e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
+
+// runID names the activity run a call executes in, so that a retried
+// attempt of the same run recognizes what it saved itself. Outside an
+// activity (a test calling Run) there is none.
+func runID(ctx context.Context) string {
+	if !activity.IsActivity(ctx) {
+		return ""
+	}
+	info := activity.GetInfo(ctx)
+	return info.WorkflowExecution.RunID + "/" + info.ActivityID
+}
