@@ -126,11 +126,17 @@ func testServer() *mcpsdk.Server {
 			return nil, nil, nil
 		})
 	s.AddTool(&mcpsdk.Tool{Name: "remote_ref", Description: "Its schema refers elsewhere.", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"https://schemas.invalid/a.json"}}}`)},
-		func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) { return text("no"), nil })
+		func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+			return text("no"), nil
+		})
 	s.AddTool(&mcpsdk.Tool{Name: "wordy", Description: strings.Repeat("word ", 2000) + "\x1b[31m", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
-		func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) { return text("ok"), nil })
+		func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+			return text("ok"), nil
+		})
 	s.AddTool(&mcpsdk.Tool{Name: "sl/ash", Description: "A name Tollgate cannot use.", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) { return text("no"), nil })
+		func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+			return text("no"), nil
+		})
 
 	addElicitingTools(s, note, text)
 	return s
