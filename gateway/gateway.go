@@ -72,6 +72,8 @@ type Server struct {
 	mux     *http.ServeMux
 	secret  []byte
 	devUser apikey.Entry
+	// summaries caches the turns' summaries for lists.
+	summaries summaryCache
 }
 
 // DevPrincipal is who anonymous requests act as in dev mode.

@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 // sharedServer starts one server for the package and registers
 // Tollgate's search attributes on it, as `worker --dev` does. Tests
 // isolate themselves by task queue, turn id and user.
-func sharedServer(t *testing.T) (hostPort, namespace string) {
+func sharedServer(t testing.TB) (hostPort, namespace string) {
 	t.Helper()
 	serverOnce.Do(func() {
 		server = temporaltest.NewServer()
@@ -159,7 +159,7 @@ func (scriptProvider) Complete(ctx context.Context, req model.Request) (model.Re
 // env is one test's world: a task queue with a worker, a gateway in
 // front of it, and keys.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	name     string
 	hostPort string
 	ns       string
@@ -171,15 +171,19 @@ type env struct {
 	srv      *gateway.Server
 	http     *httptest.Server
 	worker   worker.Worker
+	pollers  int
 	turns    []string
 }
 
 type envOptions struct {
 	respondTimeout time.Duration
 	noWorker       bool
+	// pollers, when set, is the worker's workflow task pollers; queries
+	// reach a parked turn through them.
+	pollers int
 }
 
-func newEnv(t *testing.T, o envOptions) *env {
+func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	hostPort, ns := sharedServer(t)
 	n := seq.Add(1)
@@ -211,6 +215,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	require.NoError(t, err)
 	e.http = httptest.NewServer(e.srv)
 	t.Cleanup(e.http.Close)
+	e.pollers = o.pollers
 	if !o.noWorker {
 		e.startWorker()
 	}
@@ -251,7 +256,7 @@ func (e *env) startWorker() {
 	})
 	require.NoError(e.t, err)
 	c := e.dial()
-	w := worker.New(c, e.tq, worker.Options{Plugins: []worker.Plugin{plugin}, WorkerStopTimeout: 100 * time.Millisecond})
+	w := worker.New(c, e.tq, worker.Options{Plugins: []worker.Plugin{plugin}, WorkerStopTimeout: 100 * time.Millisecond, MaxConcurrentWorkflowTaskPollers: e.pollers})
 	require.NoError(e.t, w.Start())
 	e.t.Cleanup(w.Stop)
 	e.worker = w
@@ -340,7 +345,7 @@ func (e *env) waitListed(id string, status workflows.Status) {
 	e.t.Fatalf("visibility never listed %s as %s", id, status)
 }
 
-func card(t *testing.T, s workflows.State, id string) results.Card {
+func card(t testing.TB, s workflows.State, id string) results.Card {
 	t.Helper()
 	for _, c := range s.Cards {
 		if c.CallID == id {
@@ -365,7 +370,7 @@ type response struct {
 }
 
 // error is the sentence of a JSON error body.
-func (r response) error(t *testing.T) string {
+func (r response) error(t testing.TB) string {
 	t.Helper()
 	var b struct {
 		Error string `json:"error"`
@@ -380,7 +385,7 @@ func (e *env) do(r request) response {
 	return doWith(e.t, http.DefaultClient, e.http.URL, r)
 }
 
-func doWith(t *testing.T, c *http.Client, base string, r request) response {
+func doWith(t testing.TB, c *http.Client, base string, r request) response {
 	t.Helper()
 	var body io.Reader
 	if r.body != "" {
@@ -404,13 +409,13 @@ func doWith(t *testing.T, c *http.Client, base string, r request) response {
 
 // browserClient is an HTTP client that keeps cookies and does not follow
 // redirects, as a test of forms needs.
-func browserClient(t *testing.T) *http.Client {
+func browserClient(t testing.TB) *http.Client {
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func decodeJSON[T any](t *testing.T, body string) T {
+func decodeJSON[T any](t testing.TB, body string) T {
 	t.Helper()
 	var v T
 	require.NoError(t, json.Unmarshal([]byte(body), &v), "body %q", body)

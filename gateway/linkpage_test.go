@@ -18,7 +18,7 @@ import (
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // csrfOf is the CSRF token of the first form on a page.
-func csrfOf(t *testing.T, page string) string {
+func csrfOf(t testing.TB, page string) string {
 	t.Helper()
 	m := csrfField.FindStringSubmatch(page)
 	require.NotNil(t, m, "no csrf field on the page:\n%s", page)
@@ -35,7 +35,7 @@ func (e *env) link(turn, call string, d results.DecisionKind, by string, expires
 	return tok
 }
 
-func postForm(t *testing.T, c *http.Client, base, path string, form url.Values) response {
+func postForm(t testing.TB, c *http.Client, base, path string, form url.Values) response {
 	t.Helper()
 	return doWith(t, c, base, request{method: "POST", path: path, body: form.Encode(), header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}})
 }

@@ -102,20 +102,15 @@ func (s *Server) list(ctx context.Context, f turnlist.Filter) ([]Turn, error) {
 	return out, nil
 }
 
-// fillWaiting asks the turn for its cards and Temporal for its summary,
-// both at once.
+// fillWaiting asks the turn for its cards and, the first time, Temporal
+// for its summary, both at once.
 func (s *Server) fillWaiting(ctx context.Context, t *Turn) {
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		d, err := s.opts.Temporal.DescribeWorkflow(ctx, t.ID, t.RunID)
-		if err != nil {
-			s.log.Debug("Describe turn failed", "turn", t.ID, "error", err)
-			return
-		}
-		if sum, err := d.GetStaticSummary(); err == nil {
-			t.Summary = sum
-		}
-	})
+	if sum, ok := s.summaries.get(t.RunID); ok {
+		t.Summary = sum
+	} else {
+		wg.Go(func() { t.Summary = s.summary(ctx, t.ID, t.RunID) })
+	}
 	st, err := s.state(ctx, t.ID, t.RunID)
 	wg.Wait()
 	if err != nil {
@@ -128,6 +123,48 @@ func (s *Server) fillWaiting(ctx context.Context, t *Turn) {
 			t.Waiting = append(t.Waiting, c)
 		}
 	}
+}
+
+// summary is the turn's static summary (the prompt's first line). It
+// never changes for a run, so it is asked for once per run.
+func (s *Server) summary(ctx context.Context, id, runID string) string {
+	d, err := s.opts.Temporal.DescribeWorkflow(ctx, id, runID)
+	if err != nil {
+		s.log.Debug("Describe turn failed", "turn", id, "error", err)
+		return ""
+	}
+	sum, err := d.GetStaticSummary()
+	if err != nil {
+		s.log.Debug("Turn summary unreadable", "turn", id, "error", err)
+		return ""
+	}
+	s.summaries.put(runID, sum)
+	return sum
+}
+
+// summaryCache maps run ids to summaries. It forgets everything when it
+// fills up, which costs one Describe per listed turn once.
+type summaryCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxSummaries = 10000
+
+func (c *summaryCache) get(runID string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[runID]
+	return v, ok
+}
+
+func (c *summaryCache) put(runID, summary string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxSummaries {
+		c.m = map[string]string{}
+	}
+	c.m[runID] = summary
 }
 
 func (s *Server) state(ctx context.Context, id, runID string) (workflows.State, error) {
