@@ -1,0 +1,173 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// The server asks (multi round-trip, the default protocol): the run ends
+// with a choice built from the requested enum, the call is cancelled at
+// the server, and the next run, carrying the answer, issues the call again
+// and answers at once.
+func TestElicitationBecomesAChoiceAndTheReissuedCallGetsTheAnswer(t *testing.T) {
+	f := openStdio(t, nil)
+	ask := f.tool(t, "t.ask")
+	call := tool.Call{TurnID: "turn-e", CallID: "call-ask", Arguments: json.RawMessage(`{"name":"a.md"}`), User: "ada"}
+
+	out := run(t, ask, call)
+	require.Equal(t, results.KindInterrupt, out.Kind)
+	in := out.Interrupt
+	require.Equal(t, results.InterruptChoice, in.Type)
+	require.Equal(t, "The MCP server t asks: Overwrite b.md?\nWhat to do", in.Prompt)
+	require.Equal(t, []results.Option{{ID: "overwrite", Label: "Overwrite b.md"}, {ID: "keep_both", Label: "Keep both"}}, in.Options)
+	require.Equal(t, []string{"ask started a.md"}, f.logLines(t), "the server did nothing past its question")
+	_, err := os.Stat(f.states)
+	require.NoError(t, err)
+
+	call.Resume = answer(`"keep_both"`)
+	out = run(t, ask, call)
+	require.Equal(t, results.KindSuccess, out.Kind, "%+v", out)
+	require.Equal(t, "renamed a.md: keep_both", out.Success.Parts[0].Text)
+	// A multi round-trip handler runs once per round: the re-issued call
+	// asks again (answered at once) and finishes in its second round.
+	require.Equal(t, []string{"ask started a.md", "ask started a.md", "ask started a.md", "ask done a.md keep_both"}, f.logLines(t))
+	entries, err := os.ReadDir(f.states)
+	require.NoError(t, err)
+	require.Empty(t, entries, "a finished call leaves no record")
+}
+
+// A server on an older protocol asks with elicitation/create requests in
+// the middle of the call, twice; each answer is replayed, in order, when
+// the call is issued again.
+func TestLegacyElicitationsAreReplayedInOrder(t *testing.T) {
+	f := openStdio(t, func(s *Server) { s.ProtocolVersion = "2025-11-25" })
+	ask := f.tool(t, "t.ask_legacy")
+	call := tool.Call{TurnID: "turn-l", CallID: "call-1", Arguments: json.RawMessage(`{"name":"n"}`)}
+
+	out := run(t, ask, call)
+	require.Equal(t, results.InterruptChoice, out.Interrupt.Type)
+	require.Len(t, out.Interrupt.Options, 2)
+
+	call.Resume = answer(`"overwrite"`)
+	out = run(t, ask, call)
+	require.Equal(t, results.KindInterrupt, out.Kind, "%+v", out)
+	require.Equal(t, "The MCP server t asks: Really?\nsure", out.Interrupt.Prompt)
+	require.Equal(t, []results.Option{{ID: "true", Label: "Yes"}, {ID: "false", Label: "No"}}, out.Interrupt.Options, "a boolean field is a yes/no choice")
+
+	call.Resume = answer(`"true"`)
+	out = run(t, ask, call)
+	require.Equal(t, results.KindSuccess, out.Kind, "%+v", out)
+	require.Equal(t, "n accept overwrite true", out.Success.Parts[0].Text)
+	require.Equal(t, 1, count(f.logLines(t), "ask_legacy done"))
+}
+
+// Each kind of form maps to its interrupt and back: several fields are a
+// question with the server's schema and a JSON object answer, one field
+// a question with the field's schema, no field an accept/decline choice.
+func TestElicitationFormsMapToQuestionsAndBack(t *testing.T) {
+	f := openStdio(t, nil)
+	chain := f.tool(t, "t.ask_chain")
+	call := tool.Call{TurnID: "turn-c", CallID: "call-1"}
+
+	out := run(t, chain, call)
+	require.Equal(t, results.InterruptQuestion, out.Interrupt.Type)
+	schema, err := tool.CompileSchema(out.Interrupt.Schema)
+	require.NoError(t, err)
+	require.NoError(t, schema.Validate(json.RawMessage(`{"name":"Ada","age":36}`)))
+	require.Error(t, schema.Validate(json.RawMessage(`{"name":"Ada"}`)), "the workflow checks answers against the server's schema")
+
+	call.Resume = answer(`{"name":"Ada","age":36}`)
+	out = run(t, chain, call)
+	require.Equal(t, results.InterruptQuestion, out.Interrupt.Type)
+	require.Contains(t, out.Interrupt.Prompt, "New name?\nNew name")
+	require.JSONEq(t, `{"type":"string","title":"New name","minLength":0}`, string(out.Interrupt.Schema))
+
+	call.Resume = answer(`"b.md"`)
+	out = run(t, chain, call)
+	require.Equal(t, results.InterruptChoice, out.Interrupt.Type)
+	require.Equal(t, []results.Option{{ID: "accept", Label: "Accept"}, {ID: "decline", Label: "Decline"}}, out.Interrupt.Options)
+
+	call.Resume = answer(`"decline"`)
+	out = run(t, chain, call)
+	require.Equal(t, results.KindSuccess, out.Kind, "%+v", out)
+	text := out.Success.Parts[0].Text
+	require.Contains(t, text, `form={"action":"accept","content":{"age":36,"name":"Ada"}};`)
+	require.Contains(t, text, `value={"action":"accept","content":{"to":"b.md"}};`)
+	require.Contains(t, text, `confirm={"action":"decline"};`)
+}
+
+// The ways an answer cannot be delivered end the call with a tool error
+// the model reads, never silently and never by guessing.
+func TestUndeliverableAnswersAreToolErrors(t *testing.T) {
+	f := openStdio(t, nil)
+
+	// The server asks something else when the call is issued again.
+	random := f.tool(t, "t.ask_random")
+	call := tool.Call{TurnID: "turn-r", CallID: "call-1"}
+	require.Equal(t, results.KindInterrupt, run(t, random, call).Kind)
+	call.Resume = answer(`"accept"`)
+	out := run(t, random, call)
+	require.Equal(t, results.KindToolError, out.Kind)
+	require.Contains(t, out.ToolError.Message, "asked something other than the question the user answered")
+
+	// No record of the question (another worker's state directory).
+	out = run(t, f.tool(t, "t.ask"), tool.Call{TurnID: "turn-x", CallID: "call-1", Arguments: json.RawMessage(`{"name":"a"}`), Resume: answer(`"overwrite"`)})
+	require.Equal(t, results.KindToolError, out.Kind)
+	require.Contains(t, out.ToolError.Message, "no record of the question")
+
+	// A URL elicitation cannot be relayed.
+	out = run(t, f.tool(t, "t.ask_url"), tool.Call{TurnID: "turn-u", CallID: "call-1"})
+	require.Equal(t, results.KindToolError, out.Kind)
+	require.Contains(t, out.ToolError.Message, "URL")
+
+	// An answer that does not fit what the server asked.
+	ask := f.tool(t, "t.ask")
+	call = tool.Call{TurnID: "turn-b", CallID: "call-1", Arguments: json.RawMessage(`{"name":"a"}`)}
+	require.Equal(t, results.KindInterrupt, run(t, ask, call).Kind)
+	call.Resume = answer(`"delete_everything"`)
+	out = run(t, ask, call)
+	require.Equal(t, results.KindToolError, out.Kind)
+	require.Contains(t, out.ToolError.Message, "does not fit what the server asked")
+}
+
+// A retried attempt of the run that took an answer in and parked on the
+// next question finds that answer among the stored ones and does not
+// apply it to the next question.
+func TestARetriedAttemptDoesNotApplyItsAnswerTwice(t *testing.T) {
+	f := openStdio(t, func(s *Server) { s.ProtocolVersion = "2025-11-25" })
+	ask := f.tool(t, "t.ask_legacy").(*mcpTool)
+	call := tool.Call{TurnID: "turn-a", CallID: "call-1", Arguments: json.RawMessage(`{"name":"n"}`)}
+	ctx := context.Background()
+
+	out, err := ask.run(ctx, call, "run/1")
+	require.NoError(t, err)
+	require.Equal(t, results.KindInterrupt, out.Kind)
+	call.Resume = answer(`"overwrite"`)
+	for attempt := 1; attempt <= 2; attempt++ {
+		out, err = ask.run(ctx, call, "run/2")
+		require.NoError(t, err)
+		require.Equal(t, results.KindInterrupt, out.Kind, "attempt %d: %+v", attempt, out)
+		require.Equal(t, "The MCP server t asks: Really?\nsure", out.Interrupt.Prompt, "attempt %d", attempt)
+	}
+	call.Resume = answer(`"false"`)
+	out, err = ask.run(ctx, call, "run/3")
+	require.NoError(t, err)
+	require.Equal(t, "n accept overwrite false", out.Success.Parts[0].Text)
+}
+
+func count(lines []string, s string) int {
+	n := 0
+	for _, l := range lines {
+		if l == s {
+			n++
+		}
+	}
+	return n
+}
