@@ -54,6 +54,7 @@ type measurements struct {
 	// Parked is benchmark 3: Tollgate, bare.
 	Parked   [2]*Parked
 	Recovery *Recovery          // nil when not run
+	Sessions *Sessions          // nil when not run
 	Micros   []microResult      // nil when not run
 	Configs  []configRow        // in configs() order; nil when not compared
 	Waits    *lostNotifications // with Configs
@@ -113,6 +114,7 @@ type report struct {
 	Micro      *microReport
 	Configs    *configsReport
 	Recovery   *recoveryReport
+	Sessions   *sessionReport
 	// Missed is whether any goal was missed.
 	Missed bool
 }
@@ -155,6 +157,10 @@ func newReport(m *measurements) *report {
 	if m.Recovery != nil {
 		r.Recovery = newRecoveryReport(m.Recovery)
 		r.Missed = r.Missed || !r.Recovery.Met
+	}
+	if m.Sessions != nil {
+		r.Sessions = newSessionReport(m.Sessions)
+		r.Missed = r.Missed || !r.Sessions.Met()
 	}
 	return r
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -495,9 +496,10 @@ type sessionReport struct {
 	// Growth is the largest of the last-to-first ratios (session events,
 	// session bytes, turn events, turn bytes); FlatHistory holds when
 	// every one is within HistoryGoal of 1.
-	Growth      float64
-	HistoryGoal float64
-	FlatHistory bool
+	Growth            float64
+	HistoryGoal       float64
+	GoalLow, GoalHigh float64
+	FlatHistory       bool
 
 	Samples                                int
 	Send50, Send99, BareSend50, BareSend99 time.Duration
@@ -505,10 +507,13 @@ type sessionReport struct {
 	MetSend                                bool
 
 	Idle *parkedReport
+	// RunSizes says each run's turns, events and bytes, for the prose.
+	RunSizes string
 }
 
 func newSessionReport(s *Sessions) *sessionReport {
 	r := &sessionReport{Sessions: s, HistoryGoal: 0.10, SendGoal: 1.3, Samples: len(s.Send)}
+	r.GoalLow, r.GoalHigh = 1-r.HistoryGoal, 1+r.HistoryGoal
 	full := len(s.Runs)
 	for full > 0 && s.Runs[full-1].Turns < s.PerRun {
 		full--
@@ -526,9 +531,14 @@ func newSessionReport(s *Sessions) *sessionReport {
 		} {
 			g := ratio(pair[0], pair[1])
 			r.Growth = max(r.Growth, g)
-			r.FlatHistory = r.FlatHistory && g <= 1+r.HistoryGoal && g >= 1-r.HistoryGoal
+			r.FlatHistory = r.FlatHistory && g >= r.GoalLow && g <= r.GoalHigh
 		}
 	}
+	sizes := make([]string, len(s.Runs))
+	for i, run := range s.Runs {
+		sizes[i] = fmt.Sprintf("run %d: %d turns, %d events, %s", i+1, run.Turns, run.Events, bytesStr(float64(run.Bytes)))
+	}
+	r.RunSizes = strings.Join(sizes, "; ")
 	r.Send50, r.Send99 = Percentile(s.Send, 50), Percentile(s.Send, 99)
 	r.BareSend50, r.BareSend99 = Percentile(s.BareSend, 50), Percentile(s.BareSend, 99)
 	r.SendRatio = ratio(float64(r.Send50), float64(r.BareSend50))

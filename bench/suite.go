@@ -36,14 +36,18 @@ type Config struct {
 	// Recovery is the workflows a side in flight when benchmark 7 kills
 	// the worker; 0 skips it.
 	Recovery int
+	// Sessions sizes benchmark 9; Sessions.Turns 0 skips it.
+	Sessions SessionConfig
 	// Log receives progress lines.
 	Log io.Writer
 }
 
 // DefaultConfig is what `make bench` runs.
 func DefaultConfig() Config {
-	return Config{Reps: 5, CallReps: 15, Calls: 10, ResumeSamples: 100, Parked: 2000, Cache: 250,
+	c := Config{Reps: 5, CallReps: 15, Calls: 10, ResumeSamples: 100, Parked: 2000, Cache: 250,
 		Total: 150, InFlight: 50, TPCalls: 3, Configs: true, Micro: true, Recovery: 30, Log: io.Discard}
+	c.Sessions = SessionConfig{Turns: 300, PerRun: 100, Samples: 50, Idle: 1000, Cache: 250}
+	return c
 }
 
 // fastQueues is the setting that matters: the embedded server has one
@@ -165,6 +169,13 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 		logf("7. recovery after SIGKILL: %d in flight a side", cfg.Recovery)
 		if m.Recovery, err = e.Recovery(ctx, cfg.Recovery); err != nil {
 			return "", fmt.Errorf("recovery: %w", err)
+		}
+	}
+
+	if cfg.Sessions.Turns > 0 {
+		logf("9. sessions: %d turns, %d idle", cfg.Sessions.Turns, cfg.Sessions.Idle)
+		if m.Sessions, err = e.Sessions(ctx, cfg.Sessions); err != nil {
+			return "", fmt.Errorf("sessions: %w", err)
 		}
 	}
 
