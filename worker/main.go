@@ -21,7 +21,10 @@ import (
 
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities/builtin"
+	"github.com/tollgate-dev/tollgate/activities/connections"
+	"github.com/tollgate-dev/tollgate/activities/mcp"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
+	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
@@ -48,6 +51,8 @@ type flags struct {
 	searchAttributes string
 	// dieWithParent is set by `make run`; see parent_linux.go.
 	dieWithParent bool
+	// mcpConfig names the MCP servers whose tools the worker offers.
+	mcpConfig string
 }
 
 func main() {
@@ -65,6 +70,7 @@ func main() {
 	flag.StringVar(&f.gatewayAddr, "gateway-addr", "127.0.0.1:8080", "with --dev, where the HTTP gateway and inbox listen (loopback only; empty turns it off)")
 	flag.StringVar(&f.searchAttributes, "search-attributes", "auto", "keep Tollgate's search attributes current: auto (when the server has them), on, off")
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
+	flag.StringVar(&f.mcpConfig, "mcp", os.Getenv("TOLLGATE_MCP_CONFIG"), "MCP servers `file` (JSON) whose tools the worker offers as <server>.<tool> (TOLLGATE_MCP_CONFIG)")
 	flag.Parse()
 
 	logger := newLogger(f.logLevel)
@@ -102,6 +108,12 @@ func run(f flags, logger *slog.Logger) error {
 	}
 	if err := builtin.CheckApart(f.dataDir, f.workspace); err != nil {
 		return err
+	}
+	var mcpConfig mcp.Config
+	if f.mcpConfig != "" {
+		if mcpConfig, err = mcp.LoadConfig(f.mcpConfig); err != nil {
+			return err
+		}
 	}
 	switch f.searchAttributes {
 	case "auto", "on", "off":
@@ -146,12 +158,31 @@ func run(f flags, logger *slog.Logger) error {
 			return err
 		}
 	}
+	var mcpTools []tool.Tool
+	if f.mcpConfig != "" {
+		// The same store the plugin keeps users' connections in.
+		conns, err := connections.NewFileStore(datadir.Connections(f.dataDir))
+		if err != nil {
+			return err
+		}
+		ts, err := mcp.Open(ctx, mcpConfig, mcp.Options{Connections: conns, StateDir: mcp.StateDir(f.dataDir), Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer ts.Close()
+		for _, s := range ts.Skipped() {
+			logger.Warn("MCP tool not offered", "server", s.Server, "tool", s.Tool, "reason", s.Reason)
+		}
+		mcpTools = ts.Tools()
+		logger.Info("MCP servers ready", "config", f.mcpConfig, "tools", len(mcpTools))
+	}
 	plugin, err := tollgate.NewPlugin(tollgate.Options{
 		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
 		FetchAllow:       strings.Split(os.Getenv(builtin.FetchAllowEnv), ","),
 		ShellEnv:         builtin.ParseShellEnv(os.Getenv("TOLLGATE_SHELL_ENV")),
 		SearchAttributes: useSearchAttributes(ctx, c, f, logger),
 		Webhooks:         hooks,
+		Tools:            mcpTools,
 	})
 	if err != nil {
 		return err

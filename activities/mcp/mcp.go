@@ -63,6 +63,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -121,6 +122,10 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// StateDir is where a worker with data directory dataDir keeps the
+// records of calls waiting for an answer (Options.StateDir).
+func StateDir(dataDir string) string { return filepath.Join(dataDir, "mcp") }
 
 // Toolset is the tools of every configured server.
 type Toolset struct {
