@@ -55,6 +55,7 @@ type measurements struct {
 	Parked   [2]*Parked
 	Recovery *Recovery          // nil when not run
 	Sessions *Sessions          // nil when not run
+	Gateway  *Gateway           // nil when not run
 	Micros   []microResult      // nil when not run
 	Configs  []configRow        // in configs() order; nil when not compared
 	Waits    *lostNotifications // with Configs
@@ -115,6 +116,7 @@ type report struct {
 	Configs    *configsReport
 	Recovery   *recoveryReport
 	Sessions   *sessionReport
+	Gateway    *gatewayReport
 	// Missed is whether any goal was missed.
 	Missed bool
 }
@@ -161,6 +163,10 @@ func newReport(m *measurements) *report {
 	if m.Sessions != nil {
 		r.Sessions = newSessionReport(m.Sessions)
 		r.Missed = r.Missed || !r.Sessions.Met()
+	}
+	if m.Gateway != nil {
+		r.Gateway = newGatewayReport(m.Gateway)
+		r.Missed = r.Missed || !r.Gateway.MetResume || !r.Gateway.MetList
 	}
 	return r
 }
@@ -460,6 +466,41 @@ func newRecoveryReport(rec *Recovery) *recoveryReport {
 	}
 	r.RatioP50, r.RatioMax = ratio(float64(r.P50), float64(r.BareP50)), ratio(float64(r.Max), float64(r.BareMax))
 	r.Met = r.Max < RecoveryGoal
+	return r
+}
+
+// gatewayReport is benchmark 8 (rows 8a, 8b): an approve over HTTP
+// against the same approve as an Update, and the waiting list.
+type gatewayReport struct {
+	*Gateway
+	Samples                            int
+	HTTP50, HTTP99, Update50, Update99 time.Duration
+	List50, List99, Bare50, Bare99     time.Duration
+	// Queries50 is the p50 of one page's state queries without the
+	// gateway; ListConcurrency how many of them run at once.
+	Queries50                   time.Duration
+	ListConcurrency             int
+	Ratio50, Ratio99, ListRatio float64
+	// The goals: HTTP within ResumeGoal× of the Update at p50, and a list
+	// under ListGoal at p50.
+	ResumeGoal         float64
+	ListGoal           time.Duration
+	MetResume, MetList bool
+}
+
+func newGatewayReport(g *Gateway) *gatewayReport {
+	r := &gatewayReport{
+		Gateway: g, Samples: len(g.HTTPSend),
+		HTTP50: Percentile(g.HTTPSend, 50), HTTP99: Percentile(g.HTTPSend, 99),
+		Update50: Percentile(g.UpdateSend, 50), Update99: Percentile(g.UpdateSend, 99),
+		List50: Percentile(g.List, 50), List99: Percentile(g.List, 99),
+		Bare50: Percentile(g.BareList, 50), Bare99: Percentile(g.BareList, 99),
+		Queries50: Percentile(g.Queries, 50), ListConcurrency: gatewayListConcurrency,
+		ResumeGoal: 1.3, ListGoal: 200 * time.Millisecond,
+	}
+	r.Ratio50, r.Ratio99 = ratio(float64(r.HTTP50), float64(r.Update50)), ratio(float64(r.HTTP99), float64(r.Update99))
+	r.ListRatio = ratio(float64(r.List50), float64(r.Bare50))
+	r.MetResume, r.MetList = r.Ratio50 <= r.ResumeGoal, r.List50 < r.ListGoal
 	return r
 }
 

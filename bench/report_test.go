@@ -147,6 +147,14 @@ func cannedMisses() *measurements {
 			Bare:     msDs(28900, 29000, 29300, 29100, 28800),
 			Calls:    [2]int64{10, 10},
 		},
+		Gateway: &Gateway{
+			Parked: 1000, Limit: 50, Listed: 50,
+			HTTPSend:   msDs(9.8, 10.4, 11.2, 9.9, 10.8, 12.5, 10.1, 10.6, 35.2, 11.0),
+			UpdateSend: msDs(7.2, 7.5, 7.9, 7.1, 7.6, 8.4, 7.3, 7.7, 21.9, 7.8),
+			List:       msDs(251.3, 262.8, 248.9, 270.4, 255.0, 301.7, 259.2, 244.6, 266.1, 612.5),
+			BareList:   msDs(7.1, 7.4, 6.9, 7.8, 7.2, 9.5, 7.0, 7.3, 7.6, 18.2),
+			Queries:    msDs(182.0, 190.4, 178.8, 195.1, 184.3, 210.7, 186.9, 179.5, 188.2, 402.6),
+		},
 		Micros: cannedMicros(),
 		Configs: []configRow{
 			{Name: "server defaults", BareHop: msD(59.6), CallHop: msD(120.4), Dispatch: msD(42.9), BareRate: 72.4, CallRate: 35.2},

@@ -36,6 +36,11 @@ type Config struct {
 	// Recovery is the workflows a side in flight when benchmark 7 kills
 	// the worker; 0 skips it.
 	Recovery int
+	// Gateway is the turns parked for benchmark 8 (the HTTP gateway); 0
+	// skips it.
+	Gateway int
+	// Only runs just the benchmark it numbers ("8"); empty runs them all.
+	Only string
 	// Sessions sizes benchmark 9; Sessions.Turns 0 skips it.
 	Sessions SessionConfig
 	// Log receives progress lines.
@@ -45,7 +50,7 @@ type Config struct {
 // DefaultConfig is what `make bench` runs.
 func DefaultConfig() Config {
 	c := Config{Reps: 5, CallReps: 15, Calls: 10, ResumeSamples: 100, Parked: 2000, Cache: 250,
-		Total: 150, InFlight: 50, TPCalls: 3, Configs: true, Micro: true, Recovery: 30, Log: io.Discard}
+		Total: 150, InFlight: 50, TPCalls: 3, Configs: true, Micro: true, Recovery: 30, Gateway: 1000, Log: io.Discard}
 	c.Sessions = SessionConfig{Turns: 300, PerRun: 100, Samples: 50, Idle: 1000, Cache: 250}
 	return c
 }
@@ -117,6 +122,13 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 		Reps: cfg.Reps, CallReps: cfg.CallReps, TPReps: max(3, cfg.Reps-2), InFlight: cfg.InFlight,
 	}
 	var err error
+	if cfg.Only != "" {
+		if err := runOnly(ctx, cfg, m, logf); err != nil {
+			return "", err
+		}
+		m.Elapsed, m.Repolls = time.Since(started), Repolls.Load()
+		return render(m)
+	}
 	if cfg.Micro {
 		logf("micro benchmarks")
 		m.Micros = runMicros()
@@ -172,6 +184,12 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 		}
 	}
 
+	if cfg.Gateway > 0 {
+		if err := runGateway(ctx, cfg, m, logf); err != nil {
+			return "", err
+		}
+	}
+
 	if cfg.Sessions.Turns > 0 {
 		logf("9. sessions: %d turns, %d idle", cfg.Sessions.Turns, cfg.Sessions.Idle)
 		if m.Sessions, err = e.Sessions(ctx, cfg.Sessions); err != nil {
@@ -195,6 +213,15 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 
 	m.Elapsed, m.Repolls = time.Since(started), Repolls.Load()
 	return render(m)
+}
+
+// runOnly runs the one benchmark cfg.Only numbers.
+func runOnly(ctx context.Context, cfg Config, m *measurements, logf func(string, ...any)) error {
+	switch cfg.Only {
+	case "8":
+		return runGateway(ctx, cfg, m, logf)
+	}
+	return fmt.Errorf("-only %q: the suite runs only benchmark 8 (the gateway) alone", cfg.Only)
 }
 
 // toolCallsOnTmpfs repeats benchmark 1 with the data directory in
