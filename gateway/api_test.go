@@ -323,6 +323,18 @@ func TestDevModeIsLoopbackOnly(t *testing.T) {
 	dev.ServeHTTP(w, req)
 	require.Equal(t, http.StatusUnauthorized, w.Code)
 
+	// The inbox needs no login there, and says why.
+	req = httptest.NewRequest("GET", "/inbox", nil)
+	req.RemoteAddr = "127.0.0.1:5555"
+	w = httptest.NewRecorder()
+	dev.ServeHTTP(w, req)
+	require.Equal(t, http.StatusOK, w.Code)
+	require.Contains(t, w.Body.String(), "Dev mode: anyone on this machine acts as <code>dev</code>")
+	req.RemoteAddr = "192.0.2.1:5555"
+	w = httptest.NewRecorder()
+	dev.ServeHTTP(w, req)
+	require.Contains(t, w.Body.String(), "Sign in")
+
 	// Serve refuses a listener that is not on loopback.
 	require.Error(t, gateway.CheckLoopback("10.0.0.1:80"))
 }

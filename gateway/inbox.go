@@ -80,8 +80,9 @@ func (s *Server) renderLogin(w http.ResponseWriter, code int, v viewer, msg stri
 	render(w, code, "login", nonce, loginPage{pageBase: pageBase{Title: "Sign in", Nonce: nonce}, CSRF: s.csrfToken(v.sess), Error: msg})
 }
 
-// inboxLimit is how many waiting turns the inbox shows.
-const inboxLimit = turnlist.MaxLimit
+// inboxLimit is how many waiting turns the inbox shows. Each costs a
+// state query on every refresh; a person works through the newest first.
+const inboxLimit = 100
 
 // renderInbox lists the waiting calls; failed, when set, is the viewer's
 // refused response, shown beside its call.
@@ -99,6 +100,9 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 	if err != nil {
 		s.log.Warn("Inbox could not list turns", "error", err)
 		page.Problems = append(page.Problems, "The waiting turns could not be listed: Temporal did not answer. This page reloads by itself.")
+	}
+	if len(turns) == inboxLimit {
+		page.Problems = append(page.Problems, fmt.Sprintf("Showing the newest %d waiting turns; older ones appear as these are answered (GET /v1/turns?status=waiting&limit=%d or starter list --waiting lists more).", inboxLimit, turnlist.MaxLimit))
 	}
 	for _, t := range turns {
 		if t.Error != "" {
