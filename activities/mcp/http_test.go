@@ -33,7 +33,7 @@ type httpFixture struct {
 	seen []http.Header
 }
 
-func newHTTPFixture(t *testing.T, mutate func(*Server)) *httpFixture {
+func newHTTPFixture(t testing.TB, mutate func(*Server)) *httpFixture {
 	t.Helper()
 	f := &httpFixture{conns: connections.NewMemoryStore()}
 	mcpServer := testServer()
@@ -77,7 +77,7 @@ func newHTTPFixture(t *testing.T, mutate func(*Server)) *httpFixture {
 	return f
 }
 
-func (f *httpFixture) tool(t *testing.T, name string) tool.Tool {
+func (f *httpFixture) tool(t testing.TB, name string) tool.Tool {
 	t.Helper()
 	for _, tl := range f.ts.Tools() {
 		if tl.Spec().Name == name {
@@ -88,7 +88,7 @@ func (f *httpFixture) tool(t *testing.T, name string) tool.Tool {
 	return nil
 }
 
-func (f *httpFixture) connect(t *testing.T, user, token string) {
+func (f *httpFixture) connect(t testing.TB, user, token string) {
 	t.Helper()
 	require.NoError(t, f.conns.Put(context.Background(), connections.Credential{Provider: "h", User: user, Token: token, CreatedAt: time.Now()}))
 }

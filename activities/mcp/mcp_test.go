@@ -25,7 +25,7 @@ type stdioFixture struct {
 	environ []string
 }
 
-func openStdio(t *testing.T, mutate func(*Server)) *stdioFixture {
+func openStdio(t testing.TB, mutate func(*Server)) *stdioFixture {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -46,7 +46,7 @@ func openStdio(t *testing.T, mutate func(*Server)) *stdioFixture {
 	return f
 }
 
-func (f *stdioFixture) tool(t *testing.T, name string) tool.Tool {
+func (f *stdioFixture) tool(t testing.TB, name string) tool.Tool {
 	t.Helper()
 	for _, tl := range f.ts.Tools() {
 		if tl.Spec().Name == name {
