@@ -79,7 +79,11 @@ func describe(server string, p *mcpsdk.ElicitParams) (*question, error) {
 	if len(raw) > maxElicitSchema {
 		return nil, fmt.Errorf("the requested schema is %d bytes; at most %d are relayed", len(raw), maxElicitSchema)
 	}
-	sum := sha256.Sum256([]byte(p.Mode + "\x00" + p.Message + "\x00" + string(raw)))
+	mode := p.Mode
+	if mode == "" {
+		mode = "form"
+	}
+	sum := sha256.Sum256([]byte(mode + "\x00" + p.Message + "\x00" + string(raw)))
 	q := &question{ID: hex.EncodeToString(sum[:16]), Schema: raw}
 
 	prompt := fmt.Sprintf("The MCP server %s asks: %s", server, clean(p.Message, maxMessageBytes))
@@ -272,7 +276,6 @@ type elicitor struct {
 	resumedUsed bool
 	pending     *question
 	refused     error
-	asked       int
 }
 
 func newElicitor(server string, answers []storedAnswer, resumed *storedAnswer, cancel context.CancelFunc) *elicitor {
@@ -290,7 +293,6 @@ func (e *elicitor) handle(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk
 	q, err := describe(e.server, req.Params)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.asked++
 	if err != nil {
 		if e.refused == nil {
 			e.refused = err
@@ -316,11 +318,13 @@ func (e *elicitor) handle(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk
 	return nil, errParked
 }
 
-// parked returns the question to put to a person, if any.
-func (e *elicitor) parked() *question {
+// outcome reports, once the call is over, the question to put to a
+// person (if any), why a question could not be relayed (if one could
+// not), and whether the answer the run started with was given.
+func (e *elicitor) outcome() (parked *question, refused error, resumedUsed bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.pending
+	return e.pending, e.refused, e.resumedUsed
 }
 
 // clean makes server text fit to show a person: valid UTF-8, no control

@@ -191,12 +191,13 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, run string) (results.
 		}
 	}
 
-	if el.refused != nil {
+	parked, refused, resumedUsed := el.outcome()
+	if refused != nil {
 		_ = s.states.remove(ctx, call.TurnID, call.CallID)
-		return results.FailTool("%s asked the user for input in a way Tollgate cannot relay (%v); the call did not finish", s.name, el.refused), nil
+		return results.FailTool("%s asked the user for input in a way Tollgate cannot relay (%v); the call did not finish", s.name, refused), nil
 	}
-	if q := el.parked(); q != nil {
-		return t.park(ctx, st, resumed, el, q, run)
+	if parked != nil {
+		return t.park(ctx, st, resumed, resumedUsed, parked, run)
 	}
 	if ctx.Err() != nil {
 		return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, ctx.Err())
@@ -210,7 +211,7 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, run string) (results.
 		}
 		return t.failed(err)
 	}
-	if resumed != nil && !el.resumedUsed {
+	if resumed != nil && !resumedUsed {
 		s.opts.Logger.Warn("MCP server finished a re-issued call without asking the question it had been answered", "mcp_server", s.name, "tool", t.spec.Name)
 	}
 	if err := s.states.remove(ctx, call.TurnID, call.CallID); err != nil {
@@ -221,9 +222,9 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, run string) (results.
 
 // park saves what the call has been answered so far and the new question,
 // and ends the run with the interrupt.
-func (t *mcpTool) park(ctx context.Context, st callState, resumed *storedAnswer, el *elicitor, q *question, run string) (results.Outcome, error) {
+func (t *mcpTool) park(ctx context.Context, st callState, resumed *storedAnswer, resumedUsed bool, q *question, run string) (results.Outcome, error) {
 	s := t.srv
-	if resumed != nil && !el.resumedUsed {
+	if resumed != nil && !resumedUsed {
 		_ = s.states.remove(ctx, st.Turn, st.Call)
 		return results.FailTool("%s asked something other than the question the user answered when Tollgate issued the call again (its questions are not the same for the same call), so the answer could not be given; the call did not finish", s.name), nil
 	}
