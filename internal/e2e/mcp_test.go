@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,37 +18,22 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-var notesServer struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
-	out  []byte
-}
-
 // notesBinary builds the README demo's MCP server (examples/mcp/notes)
-// once for the package.
+// into the test's temporary directory.
 func notesBinary(t *testing.T) string {
 	t.Helper()
-	notesServer.once.Do(func() {
-		notesServer.dir, notesServer.err = os.MkdirTemp("", "tollgate-e2e-notes-")
-		if notesServer.err != nil {
-			return
-		}
-		notesServer.bin = filepath.Join(notesServer.dir, "notes-mcp")
-		build := exec.Command("go", "build", "-o", notesServer.bin, "github.com/tollgate-dev/tollgate/examples/mcp/notes")
-		notesServer.out, notesServer.err = build.CombinedOutput()
-	})
-	require.NoError(t, notesServer.err, "build the notes MCP server: %s", notesServer.out)
-	return notesServer.bin
+	bin := filepath.Join(t.TempDir(), "notes-mcp")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/tollgate-dev/tollgate/examples/mcp/notes").CombinedOutput()
+	require.NoError(t, err, "build the notes MCP server: %s", out)
+	return bin
 }
 
 // openNotes starts the notes server's tools as a worker process would at
 // start: a configuration, a state directory in the data directory.
-func (e *env) openNotes(notesDir string) []tool.Tool {
+func (e *env) openNotes(bin, notesDir string) []tool.Tool {
 	e.t.Helper()
 	cfg := mcp.Config{Servers: map[string]mcp.Server{"notes": {
-		Command: notesBinary(e.t),
+		Command: bin,
 		Args:    []string{"--dir", notesDir, "--seed"},
 		Tools:   map[string]mcp.Override{"rename": {Approval: "never"}},
 	}}}
@@ -67,8 +51,9 @@ func (e *env) openNotes(notesDir string) []tool.Tool {
 func TestMCPToolsWaitForApprovalAndElicitedAnswers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "mcp_notes")
+	bin := notesBinary(t)
 	notesDir := filepath.Join(t.TempDir(), "notes")
-	e.tools = e.openNotes(notesDir)
+	e.tools = e.openNotes(bin, notesDir)
 	model := e.script(
 		reply("Let me look at your notes first.", call("call_list_notes", "notes.list", map[string]any{})),
 		expecting(reply("I'll put the idea in a note of its own.", call("call_append_idea", "notes.append", map[string]string{"name": "ideas", "text": "- try MCP tools in Tollgate"})), 1, "todo: - water the plants"),
@@ -121,8 +106,9 @@ func TestMCPElicitationSurvivesAWorkerRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "mcp_elicitation_restart")
 	e.taskTimeout = 2 * time.Second
+	bin := notesBinary(t)
 	notesDir := filepath.Join(t.TempDir(), "notes")
-	e.tools = e.openNotes(notesDir)
+	e.tools = e.openNotes(bin, notesDir)
 	require.NoError(t, os.WriteFile(filepath.Join(notesDir, "draft.md"), []byte("- a draft\n"), 0o644))
 	model := e.script(
 		reply("", call("r1", "notes.rename", map[string]string{"from": "draft", "to": "todo"})),
@@ -134,7 +120,7 @@ func TestMCPElicitationSurvivesAWorkerRestart(t *testing.T) {
 	e.stopWorker(first)
 
 	// A new worker process would open the servers afresh.
-	e.tools = e.openNotes(notesDir)
+	e.tools = e.openNotes(bin, notesDir)
 	e.startWorker()
 	_, err := respondReliably(e.caller, run, "answer-r1", workflows.Response{CallID: "r1", Decision: results.DecisionAnswer, Answer: json.RawMessage(`"keep_both"`), By: "ada"})
 	require.NoError(t, err)
