@@ -49,7 +49,7 @@ func TestSessionsSmoke(t *testing.T) {
 // reason.
 func TestSessionsReport(t *testing.T) {
 	idle := func(side string, heap ...uint64) *Parked {
-		p := &Parked{Side: side, Cache: 250, Counts: []int{0, 250, 500, 1000}, Drain: 20 * time.Second}
+		p := &Parked{Side: side, Cache: 250, Counts: []int{0, 250, 500, 1000}, Park: 20 * time.Second}
 		for _, h := range heap {
 			p.Points = append(p.Points, Mem{HeapLive: h, RSSAnon: 2 * h})
 		}
@@ -81,6 +81,9 @@ func TestSessionsReport(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "after drain") {
+		t.Errorf("idle sessions are not drained:\n%s", out)
 	}
 	if strings.Contains(out, "- 9a (") || strings.Contains(out, "- 9c (") {
 		t.Errorf("goals met are not listed as missed:\n%s", out)
