@@ -190,13 +190,14 @@ func (r *Router) Resolve(s string) (model.Provider, string, error) {
 	if p, ok := r.custom[prefix]; ok {
 		return p, name, nil
 	}
+	// Their APIs take tool names of letters, digits, '_' and '-' only.
 	switch prefix {
 	case "openai":
-		return r.openai, name, nil
+		return model.WireNames(r.openai), name, nil
 	case "ollama":
-		return r.ollama, name, nil
+		return model.WireNames(r.ollama), name, nil
 	case "anthropic":
-		return r.anthropic, name, nil
+		return model.WireNames(r.anthropic), name, nil
 	case "scripted":
 		script, err := scripted.Open(name, r.cfg.ScriptDir)
 		if err != nil {
