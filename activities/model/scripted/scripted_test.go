@@ -20,14 +20,20 @@ func toolResult(id, name, text string) results.Message {
 // playDemo runs the demo the way the AgentTurn loop does and returns every
 // response, then the error for the call past the end.
 func playDemo(t *testing.T) ([]model.Response, error) {
+	return play(t, "demo")
+}
+
+// play runs a built-in script as a conversation would: tool results after
+// each call, and after each answer the person's next message.
+func play(t *testing.T, name string) ([]model.Response, error) {
 	t.Helper()
-	s, err := Open("demo", "")
+	s, err := Open(name, "")
 	require.NoError(t, err)
 	p := New(s)
 	msgs := []results.Message{results.UserText("Summarise notes.txt into summary.md")}
 	var out []model.Response
 	for range 10 {
-		resp, err := p.Complete(context.Background(), model.Request{Model: "demo", Messages: msgs})
+		resp, err := p.Complete(context.Background(), model.Request{Model: name, Messages: msgs})
 		if err != nil {
 			return out, err
 		}
@@ -41,8 +47,25 @@ func playDemo(t *testing.T) ([]model.Response, error) {
 			msgs = append(msgs, toolResult(c.ID, c.Name, "ok: "+c.Name))
 		}
 	}
-	t.Fatal("the demo never ran out")
+	t.Fatalf("script %s never ran out", name)
 	return nil, nil
+}
+
+// The chat script is a conversation of several turns, for sessions: each
+// turn answers in text, some after a tool call.
+func TestChat(t *testing.T) {
+	got, err := play(t, "chat")
+	var me *model.Error
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, "script chat has 5 replies; the conversation asks for reply 6", me.Message)
+	var calls []string
+	for _, r := range got {
+		for _, c := range r.Message.ToolCalls {
+			calls = append(calls, c.Name+" "+c.Arguments)
+		}
+	}
+	require.Equal(t, []string{`read_file {"path":"notes.txt"}`, `write_file {"path":"todo.md","content":"# To do\n\n- Decide: keep the nightly full backup once point-in-time recovery is on? (from the 28 November notes)\n"}`}, calls)
+	require.Empty(t, got[len(got)-1].Message.ToolCalls, "the last turn ends in text")
 }
 
 func TestDemo(t *testing.T) {
@@ -209,9 +232,9 @@ func TestOpen(t *testing.T) {
 	require.NotErrorIs(t, err, ErrNotAllowed)
 
 	_, err = Open("nosuch", dir)
-	require.ErrorContains(t, err, `no built-in script "nosuch" (built-in: demo)`)
+	require.ErrorContains(t, err, `no built-in script "nosuch" (built-in: chat, demo)`)
 
-	require.Equal(t, []string{"demo"}, Builtins())
+	require.Equal(t, []string{"chat", "demo"}, Builtins())
 }
 
 func TestOpenConfinesScriptFiles(t *testing.T) {
@@ -234,7 +257,7 @@ func TestOpenConfinesScriptFiles(t *testing.T) {
 		for _, ref := range []string{outside, "ok.json", "./ok.json", "/etc/passwd"} {
 			_, err := Open(ref, "")
 			require.ErrorIs(t, err, ErrNotAllowed, ref)
-			require.ErrorContains(t, err, "only the built-in scripts (demo) may be used")
+			require.ErrorContains(t, err, "only the built-in scripts (chat, demo) may be used")
 		}
 	})
 
