@@ -53,8 +53,8 @@ func (c *cli) cmdChat(ctx context.Context, args []string) error {
 	fs := c.flagSet("chat")
 	var f chatFlags
 	fs.StringVar(&f.session, "session", "", "resume the session with this `id` (its settings are the ones it started with)")
-	fs.StringVar(&f.model, "model", demoModel, "model of a new session as `provider:name`")
-	fs.StringVar(&f.tools, "tools", "", "comma-separated tool `names` the model may call (default for scripted:demo: "+strings.Join(demoTools, ",")+"; otherwise none)")
+	fs.StringVar(&f.model, "model", chatModel, "model of a new session as `provider:name`")
+	fs.StringVar(&f.tools, "tools", "", "comma-separated tool `names` the model may call (default for scripted:chat and scripted:demo: "+strings.Join(demoTools, ",")+"; otherwise none)")
 	fs.Var(&f.approve, "approve", "always ask before running `tool` (repeatable or comma list; * for every tool)")
 	fs.StringVar(&f.timeout, "timeout", "", "how long a call waits for a person: a `duration` such as 30m, 24h, 7d (default 24h)")
 	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls per turn before it stops with status max_steps (default 16)")
@@ -121,8 +121,8 @@ func (c *cli) sessionInput(f chatFlags, set map[string]bool) (workflows.SessionI
 		var l listFlag
 		_ = l.Set(f.tools) // never fails
 		turn.Tools = l
-	} else if turn.Model == demoModel {
-		turn.Tools = append([]string(nil), demoTools...)
+	} else {
+		turn.Tools = scriptedTools(turn.Model)
 	}
 	for _, name := range f.approve {
 		if turn.Policy.Approval == nil {

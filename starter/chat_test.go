@@ -155,7 +155,7 @@ func TestChatStartsASessionAndTalks(t *testing.T) {
 
 	require.Len(t, f.started, 1)
 	in := f.started[0]
-	assert.Equal(t, demoModel, in.Turn.Model)
+	assert.Equal(t, chatModel, in.Turn.Model, "a new session talks with the scripted chat model")
 	assert.Equal(t, demoTools, in.Turn.Tools)
 	assert.Equal(t, "ann", in.Turn.User, "the turns belong to $USER")
 	assert.Empty(t, in.Turn.Prompt)

@@ -17,9 +17,23 @@ import (
 
 // demoModel and demoTools: the scripted demo reads a file, writes one and
 // asks a question, so those are the tools it needs to run end to end.
-const demoModel = "scripted:demo"
+// chatModel is its counterpart for sessions, a conversation of several
+// turns with the same tools.
+const (
+	demoModel = "scripted:demo"
+	chatModel = "scripted:chat"
+)
 
 var demoTools = []string{"read_file", "write_file", "ask_user"}
+
+// scriptedTools are the tools a built-in scripted model needs; none for
+// other models.
+func scriptedTools(model string) []string {
+	if model == demoModel || model == chatModel {
+		return append([]string(nil), demoTools...)
+	}
+	return nil
+}
 
 type runFlags struct {
 	model       string
@@ -134,8 +148,8 @@ func (c *cli) buildInput(f runFlags, set map[string]bool, pos []string) (workflo
 		var l listFlag
 		_ = l.Set(f.tools) // never fails
 		in.Tools = l
-	} else if !fromFile && in.Model == demoModel {
-		in.Tools = append([]string(nil), demoTools...)
+	} else if !fromFile {
+		in.Tools = scriptedTools(in.Model)
 	}
 	if len(f.approve) > 0 {
 		if in.Policy.Approval == nil {
