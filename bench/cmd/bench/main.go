@@ -20,7 +20,7 @@ func main() {
 	out := flag.String("out", "bench/results.md", "write the report here too (empty: stdout only)")
 	long := flag.Bool("long", false, "park 10,000 turns instead of 2,000")
 	quick := flag.Bool("quick", false, "a small, fast run to check the suite works (numbers are not meaningful)")
-	timeout := flag.Duration("timeout", 0, "give up after this long (default 12m, 45m with -long)")
+	timeout := flag.Duration("timeout", 0, "give up after this long (default 25m, 45m with -long)")
 	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of the macro benchmarks")
 	flag.IntVar(&cfg.CallReps, "call-reps", cfg.CallReps, "repetitions of the tool-call benchmark")
 	flag.IntVar(&cfg.Parked, "parked", cfg.Parked, "parked turns")
@@ -43,7 +43,7 @@ func main() {
 	}
 	if *timeout == 0 {
 		// The whole suite took 8.5 minutes before benchmark 8 added one to two.
-		*timeout = 12 * time.Minute
+		*timeout = 25 * time.Minute
 		if *long {
 			*timeout = 45 * time.Minute
 		}
