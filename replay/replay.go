@@ -116,9 +116,10 @@ func History(h *historypb.History, opts Options) error {
 	if len(h.GetEvents()) == 0 {
 		return errors.New("the history has no events")
 	}
-	if t := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName(); t != "" && t != workflows.WorkflowName {
+	started := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+	if t := started.GetWorkflowType().GetName(); t != "" && t != workflows.WorkflowName && t != workflows.SessionWorkflowName {
 		// The SDK would say "unable to find workflow type"; say what to do.
-		return fmt.Errorf("the history is of workflow type %q, not %s; only %s histories replay here", t, workflows.WorkflowName, workflows.WorkflowName)
+		return fmt.Errorf("the history is of workflow type %q; only %s and %s histories replay here", t, workflows.WorkflowName, workflows.SessionWorkflowName)
 	}
 	dataDir := opts.DataDir
 	if dataDir == "" {
@@ -136,13 +137,18 @@ func History(h *historypb.History, opts Options) error {
 		return fmt.Errorf("create replayer: %w", err)
 	}
 	r.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.AgentSession, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
 	logger := opts.Logger
 	if logger == nil {
 		// The SDK's default logger would print the panic stack of every
 		// nondeterministic history; the returned error already says it.
 		logger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
 	}
-	if err := r.ReplayWorkflowHistory(logger, withoutInflightTask(h)); err != nil {
+	// The recorded workflow id, where the history names it: a session
+	// names its turns after its own id, which the SDK's replayer would
+	// otherwise replace with a placeholder.
+	original := workflow.Execution{ID: started.GetWorkflowId()}
+	if err := r.ReplayWorkflowHistoryWithOptions(logger, withoutInflightTask(h), worker.ReplayWorkflowHistoryOptions{OriginalExecution: original}); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	return nil

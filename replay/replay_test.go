@@ -143,6 +143,16 @@ func TestFilesErrorPathsDoNotStopTheRest(t *testing.T) {
 	assert.ErrorContains(t, res[4].Err, `workflow type "SomethingElse"`)
 }
 
+// Session histories replay too: the replayer gets the recorded workflow
+// id the session names its turns after.
+func TestFilesReplaysSessions(t *testing.T) {
+	res := Files(context.Background(), []string{"../workflows/testdata/histories/sessions"}, opts(t))
+	require.NotEmpty(t, res)
+	for _, r := range res {
+		assert.NoError(t, r.Err, r.Path)
+	}
+}
+
 func TestFilesExpandsDirectoriesInNameOrder(t *testing.T) {
 	dir := t.TempDir()
 	b := writeHistory(t, dir, "b.json", started(t, workflows.WorkflowName))
