@@ -34,14 +34,8 @@ type sessions interface {
 }
 
 type chatFlags struct {
+	turnFlags
 	session     string
-	model       string
-	tools       string
-	approve     listFlag
-	timeout     string
-	maxSteps    int
-	system      string
-	user        string
 	by          string
 	turnsPerRun int
 }
@@ -117,34 +111,8 @@ func (c *cli) sessionInput(f chatFlags, set map[string]bool) (workflows.SessionI
 	in := workflows.SessionInput{TurnsPerRun: f.turnsPerRun}
 	turn := &in.Turn
 	turn.Model, turn.System = f.model, f.system
-	if set["tools"] {
-		var l listFlag
-		_ = l.Set(f.tools) // never fails
-		turn.Tools = l
-	} else {
-		turn.Tools = scriptedTools(turn.Model)
-	}
-	for _, name := range f.approve {
-		if turn.Policy.Approval == nil {
-			turn.Policy.Approval = map[string]string{}
-		}
-		turn.Policy.Approval[name] = "always"
-	}
-	if set["timeout"] {
-		d, err := workflows.ParseDuration(f.timeout)
-		if err != nil {
-			return in, usagef("--timeout: %v", err)
-		}
-		if d < 0 {
-			return in, usagef("--timeout %s is negative", f.timeout)
-		}
-		turn.Policy.ResponseTimeout = workflows.Duration(d)
-	}
-	if set["max-steps"] {
-		if f.maxSteps < 1 {
-			return in, usagef("--max-steps must be at least 1")
-		}
-		turn.MaxSteps = f.maxSteps
+	if err := f.applyPolicy(turn, set, false); err != nil {
+		return in, err
 	}
 	if set["turns-per-run"] && (f.turnsPerRun < 1 || f.turnsPerRun > workflows.MaxTurnsPerRun) {
 		return in, usagef("--turns-per-run must be between 1 and %d", workflows.MaxTurnsPerRun)

@@ -35,14 +35,56 @@ func scriptedTools(model string) []string {
 	return nil
 }
 
+// turnFlags are the flags run and chat share: what a turn runs with.
+type turnFlags struct {
+	model    string
+	tools    string
+	approve  listFlag
+	timeout  string
+	maxSteps int
+	system   string
+	user     string
+}
+
+// applyPolicy sets in's tools, approvals, response timeout and max steps
+// from the flags that were given. Without --tools, a turn of a built-in
+// scripted model gets the tools its script calls, unless keepTools says
+// in's own tools (from an input file) stand.
+func (f turnFlags) applyPolicy(in *workflows.Input, set map[string]bool, keepTools bool) error {
+	if set["tools"] {
+		var l listFlag
+		_ = l.Set(f.tools) // never fails
+		in.Tools = l
+	} else if !keepTools {
+		in.Tools = scriptedTools(in.Model)
+	}
+	for _, name := range f.approve {
+		if in.Policy.Approval == nil {
+			in.Policy.Approval = map[string]string{}
+		}
+		in.Policy.Approval[name] = "always"
+	}
+	if set["timeout"] {
+		d, err := workflows.ParseDuration(f.timeout)
+		if err != nil {
+			return usagef("--timeout: %v", err)
+		}
+		if d < 0 {
+			return usagef("--timeout %s is negative", f.timeout)
+		}
+		in.Policy.ResponseTimeout = workflows.Duration(d)
+	}
+	if set["max-steps"] {
+		if f.maxSteps < 1 {
+			return usagef("--max-steps must be at least 1")
+		}
+		in.MaxSteps = f.maxSteps
+	}
+	return nil
+}
+
 type runFlags struct {
-	model       string
-	tools       string
-	approve     listFlag
-	timeout     string
-	maxSteps    int
-	system      string
-	user        string
+	turnFlags
 	id          string
 	input       string
 	wait        bool
@@ -144,36 +186,8 @@ func (c *cli) buildInput(f runFlags, set map[string]bool, pos []string) (workflo
 	if use("model") {
 		in.Model = f.model
 	}
-	if set["tools"] {
-		var l listFlag
-		_ = l.Set(f.tools) // never fails
-		in.Tools = l
-	} else if !fromFile {
-		in.Tools = scriptedTools(in.Model)
-	}
-	if len(f.approve) > 0 {
-		if in.Policy.Approval == nil {
-			in.Policy.Approval = map[string]string{}
-		}
-		for _, name := range f.approve {
-			in.Policy.Approval[name] = "always"
-		}
-	}
-	if set["timeout"] {
-		d, err := workflows.ParseDuration(f.timeout)
-		if err != nil {
-			return in, usagef("--timeout: %v", err)
-		}
-		if d < 0 {
-			return in, usagef("--timeout %s is negative", f.timeout)
-		}
-		in.Policy.ResponseTimeout = workflows.Duration(d)
-	}
-	if set["max-steps"] {
-		if f.maxSteps < 1 {
-			return in, usagef("--max-steps must be at least 1")
-		}
-		in.MaxSteps = f.maxSteps
+	if err := f.applyPolicy(&in, set, fromFile); err != nil {
+		return in, err
 	}
 	if set["system"] {
 		in.System = f.system
