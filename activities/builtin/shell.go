@@ -266,37 +266,21 @@ var shellEnvNames = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG",
 var shellEnvFixed = []string{"TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0"}
 
 // shellEnv keeps the variables of environ named by shellEnvNames or extra
-// (where a trailing * matches a prefix) and adds shellEnvFixed.
+// (where a trailing * matches a prefix) and adds shellEnvFixed, which win
+// over the worker's own.
 func shellEnv(environ, extra []string) []string {
-	env := make([]string, 0, len(shellEnvNames)+len(extra)+len(shellEnvFixed))
+	var own []string
 	for _, kv := range environ {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || fixedEnv(name) {
-			continue
-		}
-		if envNameMatches(name, shellEnvNames) || envNameMatches(name, extra) {
-			env = append(env, kv)
+		if name, _, _ := strings.Cut(kv, "="); !fixedEnv(name) {
+			own = append(own, kv)
 		}
 	}
-	return append(env, shellEnvFixed...)
+	return append(tool.AllowedEnv(own, shellEnvNames, extra), shellEnvFixed...)
 }
 
 func fixedEnv(name string) bool {
 	for _, kv := range shellEnvFixed {
 		if strings.HasPrefix(kv, name+"=") {
-			return true
-		}
-	}
-	return false
-}
-
-func envNameMatches(name string, patterns []string) bool {
-	for _, p := range patterns {
-		if prefix, ok := strings.CutSuffix(p, "*"); ok && prefix != "" {
-			if strings.HasPrefix(name, prefix) {
-				return true
-			}
-		} else if name == p {
 			return true
 		}
 	}

@@ -5,10 +5,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/activities/tool"
 )
 
 // stdinGrace is how long a server may take to exit once its stdin is
@@ -26,30 +27,7 @@ var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANG
 // serverEnv keeps the variables of environ named by baseEnv or extra
 // (NAME_* matches a prefix).
 func serverEnv(environ, extra []string) []string {
-	env := make([]string, 0, len(baseEnv)+len(extra))
-	for _, kv := range environ {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || name == "" {
-			continue
-		}
-		if envMatches(name, baseEnv) || envMatches(name, extra) {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-func envMatches(name string, patterns []string) bool {
-	for _, p := range patterns {
-		if prefix, ok := strings.CutSuffix(p, "*"); ok && prefix != "" {
-			if strings.HasPrefix(name, prefix) {
-				return true
-			}
-		} else if name == p {
-			return true
-		}
-	}
-	return false
+	return tool.AllowedEnv(environ, baseEnv, extra)
 }
 
 // process is one stdio server, started for one session.
