@@ -21,10 +21,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities/builtin"
-	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/activities/mcp"
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
@@ -158,24 +156,11 @@ func run(f flags, logger *slog.Logger) error {
 			return err
 		}
 	}
-	var mcpTools []tool.Tool
-	if f.mcpConfig != "" {
-		// The same store the plugin keeps users' connections in.
-		conns, err := connections.NewFileStore(datadir.Connections(f.dataDir))
-		if err != nil {
-			return err
-		}
-		ts, err := mcp.Open(ctx, mcpConfig, mcp.Options{Connections: conns, StateDir: mcp.StateDir(f.dataDir), Logger: logger})
-		if err != nil {
-			return err
-		}
-		defer ts.Close()
-		for _, s := range ts.Skipped() {
-			logger.Warn("MCP tool not offered", "server", s.Server, "tool", s.Tool, "reason", s.Reason)
-		}
-		mcpTools = ts.Tools()
-		logger.Info("MCP servers ready", "config", f.mcpConfig, "tools", len(mcpTools))
+	mcpTools, closeMCP, err := openMCP(ctx, f, mcpConfig, logger)
+	if err != nil {
+		return err
 	}
+	defer closeMCP()
 	plugin, err := tollgate.NewPlugin(tollgate.Options{
 		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
 		FetchAllow:       strings.Split(os.Getenv(builtin.FetchAllowEnv), ","),
