@@ -59,7 +59,7 @@ func (t *turn) publish(ctx workflow.Context) {
 	if !t.features.SearchAttributes {
 		return
 	}
-	status := t.snapshot().Status
+	status := t.currentStatus()
 	var calls, tools []string
 	size := 0
 	for _, c := range t.calls {

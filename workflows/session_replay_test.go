@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -26,11 +28,14 @@ const sessionCorpus = "testdata/histories/sessions"
 const minSessionCorpus = 5
 
 // Every recorded session history replays against this build's
-// AgentSession. A session names its turns <session id>/turn-<n>, so a
-// replayer must be given the recorded workflow id.
+// AgentSession, as starter replay replays it. A session names its turns
+// <session id>/turn-<n>, so the replayer is given the recorded workflow id.
 func TestSessionCorpusReplays(t *testing.T) {
-	for _, f := range sessionFiles(t) {
-		assert.NoError(t, replaySession(t, f, workflows.AgentSession), "%s no longer replays", f)
+	files := sessionFiles(t)
+	got := replay.Files(context.Background(), files, replay.Options{DataDir: t.TempDir()})
+	require.Len(t, got, len(files))
+	for _, r := range got {
+		assert.NoError(t, r.Err, "%s no longer replays", r.Path)
 	}
 }
 

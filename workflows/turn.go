@@ -360,18 +360,22 @@ func (t *turn) cards() []results.Card {
 	return out
 }
 
-func (t *turn) snapshot() State {
-	status := t.status
-	if status == StatusRunning {
+// currentStatus is the turn's status as callers see it: a running turn
+// with a call that waits for a person is waiting.
+func (t *turn) currentStatus() Status {
+	if t.status == StatusRunning {
 		for _, c := range t.calls {
 			if c.card.State.Waiting() {
-				status = StatusWaiting
-				break
+				return StatusWaiting
 			}
 		}
 	}
+	return t.status
+}
+
+func (t *turn) snapshot() State {
 	return State{
-		Status:            status,
+		Status:            t.currentStatus(),
 		Step:              t.step,
 		Cards:             t.cards(),
 		InvalidSignals:    t.invalidSignals,

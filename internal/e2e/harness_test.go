@@ -304,18 +304,30 @@ func call(id, name string, args any) scripted.ToolCall {
 // start starts a turn from the starter's client.
 func (e *env) start(in workflows.Input) client.WorkflowRun {
 	e.t.Helper()
+	return e.startWorkflow(workflows.WorkflowName, in)
+}
+
+// startWorkflow starts a workflow of this path from the starter's client
+// and keeps its run for the failure dump.
+func (e *env) startWorkflow(name string, in any) client.WorkflowRun {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	run, err := e.caller.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                  fmt.Sprintf("%s-%d", e.name, seq.Add(1)),
 		TaskQueue:           e.tq,
 		WorkflowTaskTimeout: e.taskTimeout,
-	}, workflows.WorkflowName, in)
+	}, name, in)
 	require.NoError(e.t, err)
+	e.track(run)
+	return run
+}
+
+// track keeps a run for the failure dump.
+func (e *env) track(run client.WorkflowRun) {
 	e.mu.Lock()
 	e.runs = append(e.runs, run)
 	e.mu.Unlock()
-	return run
 }
 
 // state asks the turn's state query once.

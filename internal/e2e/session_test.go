@@ -37,22 +37,7 @@ func (e *env) sessions() tollgate.Client {
 // startSession starts an AgentSession from the starter's client.
 func (e *env) startSession(in workflows.SessionInput) client.WorkflowRun {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	run, err := e.caller.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                  fmt.Sprintf("%s-%d", e.name, seq.Add(1)),
-		TaskQueue:           e.tq,
-		WorkflowTaskTimeout: e.taskTimeout,
-	}, workflows.SessionWorkflowName, in)
-	require.NoError(e.t, err)
-	e.track(run)
-	return run
-}
-
-func (e *env) track(run client.WorkflowRun) {
-	e.mu.Lock()
-	e.runs = append(e.runs, run)
-	e.mu.Unlock()
+	return e.startWorkflow(workflows.SessionWorkflowName, in)
 }
 
 // send adds a message as a caller that must not lose it does: the same
