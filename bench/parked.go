@@ -338,6 +338,25 @@ func (e *Env) ParkedTurns(ctx context.Context, side string, total, cache int, ch
 		}
 	}
 	r := &Parked{Side: side, Cache: cache}
+	ids, err := r.park(ctx, e, p, total, checkpoints, "parked-"+side, start)
+	if err != nil {
+		return nil, err
+	}
+	t1 := time.Now()
+	if err := Pool(ctx, 50, len(ids), func(ctx context.Context, i int) error { return approve(ctx, ids[i]) }); err != nil {
+		return nil, err
+	}
+	r.Drain = time.Since(t1)
+	if r.After, err = p.mem(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// park starts workflows with start, 50 at a time, up to each checkpoint
+// (none beyond total), waits until they are parked and measures the
+// worker's memory at the start and at every checkpoint.
+func (r *Parked) park(ctx context.Context, e *Env, p *workerProc, total int, checkpoints []int, prefix string, start func(ctx context.Context, wid string) error) ([]string, error) {
 	m, err := p.mem()
 	if err != nil {
 		return nil, err
@@ -350,7 +369,7 @@ func (e *Env) ParkedTurns(ctx context.Context, side string, total, cache int, ch
 		}
 		from := len(ids)
 		for i := from; i < cp; i++ {
-			ids = append(ids, id("parked-"+side))
+			ids = append(ids, id(prefix))
 		}
 		t0 := time.Now()
 		if err := Pool(ctx, 50, cp-from, func(ctx context.Context, i int) error { return start(ctx, ids[from+i]) }); err != nil {
@@ -366,13 +385,5 @@ func (e *Env) ParkedTurns(ctx context.Context, side string, total, cache int, ch
 		}
 		r.Counts, r.Points = append(r.Counts, cp), append(r.Points, m)
 	}
-	t1 := time.Now()
-	if err := Pool(ctx, 50, len(ids), func(ctx context.Context, i int) error { return approve(ctx, ids[i]) }); err != nil {
-		return nil, err
-	}
-	r.Drain = time.Since(t1)
-	if r.After, err = p.mem(); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return ids, nil
 }

@@ -476,30 +476,8 @@ func (e *Env) idle(ctx context.Context, side string, total, cache int, checkpoin
 		return nil, err
 	}
 	r := &Parked{Side: side, Cache: cache}
-	m, err := p.mem()
-	if err != nil {
+	if _, err := r.park(ctx, e, p, total, checkpoints, "idle-"+side, open); err != nil {
 		return nil, err
-	}
-	r.Counts, r.Points = append(r.Counts, 0), append(r.Points, m)
-	ids := make([]string, 0, total)
-	for _, cp := range checkpoints {
-		from := len(ids)
-		for i := from; i < cp; i++ {
-			ids = append(ids, id("idle-"+side))
-		}
-		t0 := time.Now()
-		if err := Pool(ctx, 50, cp-from, func(ctx context.Context, i int) error { return open(ctx, ids[from+i]) }); err != nil {
-			return nil, err
-		}
-		if err := e.WaitParked(ctx, ids[from:], 10); err != nil {
-			return nil, err
-		}
-		r.Park += time.Since(t0)
-		m, err := p.mem()
-		if err != nil {
-			return nil, err
-		}
-		r.Counts, r.Points = append(r.Counts, cp), append(r.Points, m)
 	}
 	r.After = r.Points[len(r.Points)-1]
 	return r, nil
