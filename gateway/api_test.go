@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -213,6 +214,14 @@ func TestStartTurn(t *testing.T) {
 	r = e.do(request{method: "POST", path: "/v1/turns", key: starter, body: `{"prompt":"deploy","model":"gw:one","tool":["deploy"]}`})
 	require.Equal(t, http.StatusBadRequest, r.code)
 	require.Contains(t, r.error(t), `unknown field "tool"`)
+
+	// An input the workflow would refuse is refused here, and no turn starts.
+	bad := e.name + "-no-model"
+	r = e.do(request{method: "POST", path: "/v1/turns", key: starter, body: fmt.Sprintf(`{"id":%q,"prompt":"deploy"}`, bad)})
+	require.Equal(t, http.StatusBadRequest, r.code)
+	require.Contains(t, r.error(t), "the turn names no model")
+	_, err := e.caller.DescribeWorkflowExecution(context.Background(), bad, "")
+	require.Error(t, err, "a refused input must not start a turn")
 
 	id := e.name + "-started"
 	e.turns = append(e.turns, id)

@@ -220,6 +220,10 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
+	if err := workflows.ValidateInput(req.Input); err != nil {
+		fail(w, r, http.StatusBadRequest, "the turn cannot run: "+err.Error())
+		return
+	}
 	summary, details := workflows.StartSummary(req.Input)
 	run, err := s.opts.Temporal.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{
 		ID: req.ID, TaskQueue: s.opts.TaskQueue, StaticSummary: summary, StaticDetails: details,
