@@ -198,7 +198,8 @@ func (a *Activities) workDir(rel string) (string, error) {
 	}
 	p := filepath.Join(a.Workspace, rel)
 	if _, err := a.relWorkDir(p); err != nil {
-		return "", err
+		// Name what the model sent, never the workspace's host path.
+		return "", fmt.Errorf("working directory %q is outside the workspace", rel)
 	}
 	return p, nil
 }

@@ -600,6 +600,9 @@ func TestRunToolWorkDir(t *testing.T) {
 			if tc.wantErr != "" {
 				require.Equal(t, results.KindToolError, out.Kind)
 				require.Contains(t, out.ToolError.Message, tc.wantErr)
+				if !strings.Contains(workDir, acts.Workspace) {
+					require.NotContains(t, out.ToolError.Message, acts.Workspace, "the model must not learn the workspace's host path")
+				}
 				require.False(t, ran, "the tool must not run outside the workspace")
 				return
 			}
