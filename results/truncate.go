@@ -68,11 +68,20 @@ func boolLen(cut bool) int {
 // many parts would escape them. The part where the cut falls ends with the
 // marker and the text parts after it are dropped; media and JSON parts are
 // kept in place.
+//
+// Diffs are held to MaxPreviewBytes as previews are (BoundPreview): they
+// ride in the card and in every query answer, and a tool that rewrote a
+// large file must not carry the whole rewrite there.
 func (o Outcome) TruncateOutput(limits Limits) Outcome {
 	if o.Kind != KindSuccess || o.Success == nil {
 		return o
 	}
 	s := *o.Success
+	if previewSize(s.Diffs) > MaxPreviewBytes {
+		s.Diffs = BoundPreview(s.Diffs)
+		s.Truncated = true
+		o.Success = &s
+	}
 	var texts []string
 	for _, p := range s.Parts {
 		if p.Type == PartText {

@@ -214,3 +214,18 @@ func TestTruncateOutputRenderedWithinLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestTruncateOutputBoundsDiffs(t *testing.T) {
+	huge := results.FileDiff{Path: "big.txt", Diff: strings.Repeat("+line\n", 40_000)}
+	o := results.SucceedText("rewrote big.txt").WithDiffs(huge, results.FileDiff{Path: "after.txt", Diff: "+x\n"})
+	got := o.TruncateOutput(results.Limits{MaxBytes: 1 << 20})
+	require.True(t, got.Success.Truncated)
+	require.Len(t, got.Success.Diffs, 1, "files past the bound are dropped")
+	require.LessOrEqual(t, len(got.Success.Diffs[0].Path)+len(got.Success.Diffs[0].Diff), results.MaxPreviewBytes)
+	require.True(t, strings.HasSuffix(got.Success.Diffs[0].Diff, marker))
+	require.Equal(t, []results.Part{results.TextPart("rewrote big.txt")}, got.Success.Parts, "the text is under its limit and kept")
+	require.Len(t, o.Success.Diffs, 2, "the outcome itself is not modified")
+
+	small := results.SucceedText("ok").WithDiffs(results.FileDiff{Path: "a", Diff: "+a\n"})
+	require.Equal(t, small, small.TruncateOutput(results.Limits{MaxBytes: 100}))
+}
