@@ -22,6 +22,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -39,6 +40,9 @@ type Options struct {
 	DataDir string
 	// Logger receives the replayer's own logs; nil discards them.
 	Logger log.Logger
+	// Codec decrypts an encrypted history's payloads (a *codec.Keyring);
+	// nil reads the keys file TOLLGATE_CODEC_KEYS_FILE names, if set.
+	Codec converter.PayloadCodec
 }
 
 // FileResult is the outcome of replaying one file.
@@ -130,6 +134,9 @@ func History(h *historypb.History, opts Options) error {
 		return fmt.Errorf("open the payload store in %s: %w", dataDir, err)
 	}
 	ro := worker.WorkflowReplayerOptions{ExternalStorage: storage}
+	if err := withCodec(&ro, h, opts); err != nil {
+		return err
+	}
 	// A replayer per history: a failure in one cannot leave state behind
 	// that colours the next.
 	r, err := worker.NewWorkflowReplayerWithOptions(ro)

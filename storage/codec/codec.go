@@ -131,6 +131,15 @@ func New(keys ...Key) (*Keyring, error) {
 //	2026-11:3q2+7w...=
 //	2026-05:Zm9vYmFy...=
 func Parse(data []byte) (*Keyring, error) {
+	keys, err := ParseKeys(data)
+	if err != nil {
+		return nil, err
+	}
+	return New(keys...)
+}
+
+// ParseKeys reads a keys file (see Parse) into its keys, in file order.
+func ParseKeys(data []byte) ([]Key, error) {
 	var keys []Key
 	for n, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
@@ -154,7 +163,7 @@ func Parse(data []byte) (*Keyring, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("codec: the keys file holds no keys (one `id:base64-key` a line)")
 	}
-	return New(keys...)
+	return keys, nil
 }
 
 // LoadFile reads and parses a keys file.
