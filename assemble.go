@@ -102,6 +102,46 @@ func register(r Registry, f workflows.Features, acts *activities.Activities) {
 	r.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: activities.CallModelName})
 	r.RegisterActivityWithOptions(acts.DescribeTools, activity.RegisterOptions{Name: activities.DescribeToolsName})
 	r.RegisterActivityWithOptions(acts.PreviewTool, activity.RegisterOptions{Name: activities.PreviewToolName})
+	// Local tool runs check that this worker holds the workspace a pinned
+	// call needs (workflows/doc.go, "Workspace affinity").
+	r.RegisterActivityWithOptions(activities.RunLocalTool(acts, f.WorkspaceQueue), activity.RegisterOptions{Name: activities.RunLocalToolName})
+}
+
+// WorkspaceQueue names the task queue of the worker with id workerID
+// beside taskQueue: <taskQueue>/ws/<workerID>. Only that worker polls it,
+// with RegisterWorkspace, so what is sent there runs where its workspace
+// is.
+func WorkspaceQueue(taskQueue, workerID string) string {
+	return taskQueue + "/ws/" + workerID
+}
+
+// PinWorkspace says this plugin's workspace is its worker's own: turns its
+// workers start send the calls of workspace tools (tool.Spec.Workspace:
+// read_file, write_file, edit_file, list_dir, shell) to queue, which a
+// worker of this process registered with RegisterWorkspace must poll.
+// Call it before any worker with the plugin starts. Without it, as when
+// every worker mounts one shared workspace, any worker runs any tool.
+func (p *Plugin) PinWorkspace(queue string) error {
+	if p.acts == nil {
+		return fmt.Errorf("tollgate: a client plugin runs no tools, so it has no workspace to pin")
+	}
+	if queue == "" {
+		return fmt.Errorf("tollgate: PinWorkspace needs a task queue name (see WorkspaceQueue)")
+	}
+	p.features.WorkspaceQueue = queue
+	return nil
+}
+
+// RegisterWorkspace registers on r only what a workspace queue runs: the
+// RunTool and PreviewTool activities of this plugin's tools. Give it a
+// worker of its own on the queue passed to PinWorkspace, with
+// worker.Options.DisableWorkflowWorker set.
+func (p *Plugin) RegisterWorkspace(r Registry) {
+	if p.acts == nil {
+		return
+	}
+	r.RegisterActivityWithOptions(p.acts.RunTool, activity.RegisterOptions{Name: activities.RunToolName})
+	r.RegisterActivityWithOptions(p.acts.PreviewTool, activity.RegisterOptions{Name: activities.PreviewToolName})
 }
 
 // registerReplayer registers the workflows a replayer replays. Their

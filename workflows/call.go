@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -163,12 +164,14 @@ func (t *turn) drive(ctx workflow.Context, c *call) {
 			t.execute(ctx, c)
 		}
 	}
+	t.countCall(ctx, c)
 }
 
 // wait parks the call until a response arrives, the response timeout
 // passes, another call of the step transfers the conversation, or the
 // turn is cancelled.
 func (t *turn) wait(ctx workflow.Context, c *call) {
+	defer t.timeWait(ctx, c)()
 	timeout := t.in.Policy.responseTimeout()
 	t.waitsChanged(ctx)
 	t.preview(ctx, c)
@@ -228,8 +231,73 @@ func (t *turn) execute(ctx workflow.Context, c *call) {
 		c.refuse(t.interruption() + " before this call ran")
 		return
 	}
-	opts := runOptions(c.spec)
+	queue := t.queueFor(c)
 	c.runs++
+	in := activities.RunToolInput{
+		TurnID:    t.id,
+		CallID:    c.card.CallID,
+		Tool:      c.card.Tool,
+		Arguments: c.card.EffectiveArguments(),
+		Resume:    c.resume,
+		WorkDir:   t.workDir,
+		User:      t.in.User,
+	}
+	var out results.Outcome
+	ran, err := false, error(nil)
+	if t.fast() && c.spec.RunsLocally() {
+		out, ran, err = t.runLocal(ctx, c, queue, in)
+	}
+	if !ran {
+		out, err = t.runActivity(ctx, c, queue, in)
+	}
+	c.resume = nil
+	if err != nil {
+		t.runFailed(ctx, c, queue, err)
+		return
+	}
+	t.applyOutcome(ctx, c, out)
+}
+
+// queueFor is the task queue a call's activities go to: the pinned
+// workspace worker's for a workspace tool, else the turn's own (empty).
+func (t *turn) queueFor(c *call) string {
+	if t.fast() && c.spec.Workspace {
+		return t.pin
+	}
+	return ""
+}
+
+// runLocal runs the call as a local activity, in this workflow task, on
+// this worker. ran is false when this worker does not hold the workspace
+// the call is pinned to: the call must then go to that worker's queue.
+func (t *turn) runLocal(ctx workflow.Context, c *call, queue string, in activities.RunToolInput) (out results.Outcome, ran bool, err error) {
+	opts := workflow.LocalActivityOptions{
+		// RunTool enforces spec.Timeout itself; the slack covers
+		// validation and storing a large output.
+		StartToCloseTimeout: c.spec.Timeout + 10*time.Second,
+		// RunsLocally means idempotent: the same retries as the activity.
+		RetryPolicy: runOptions(c.spec).RetryPolicy,
+	}
+	if t.ui {
+		opts.Summary = callSummary(c.card.Tool, c.card.EffectiveArguments())
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, opts)
+	err = workflow.ExecuteLocalActivity(lctx, activities.RunLocalToolName, activities.LocalToolInput{RunToolInput: in, Queue: queue}).Get(ctx, &out)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeWorkspaceElsewhere {
+		return results.Outcome{}, false, nil
+	}
+	return out, true, err
+}
+
+// runActivity runs the call as an activity; a pinned call goes to the
+// workspace worker's queue and gives up if no worker takes it in time.
+func (t *turn) runActivity(ctx workflow.Context, c *call, queue string, in activities.RunToolInput) (results.Outcome, error) {
+	opts := runOptions(c.spec)
+	if queue != "" {
+		opts.TaskQueue = queue
+		opts.ScheduleToStartTimeout = t.in.Policy.workspaceTimeout()
+	}
 	if t.hardened() {
 		// Named runs let people and the UI tell a call's runs apart.
 		opts.ActivityID = runActivityID(c.card.CallID, c.runs)
@@ -243,21 +311,8 @@ func (t *turn) execute(ctx workflow.Context, c *call) {
 	}
 	actx := workflow.WithActivityOptions(ctx, opts)
 	var out results.Outcome
-	err := workflow.ExecuteActivity(actx, activities.RunToolName, activities.RunToolInput{
-		TurnID:    t.id,
-		CallID:    c.card.CallID,
-		Tool:      c.card.Tool,
-		Arguments: c.card.EffectiveArguments(),
-		Resume:    c.resume,
-		WorkDir:   t.workDir,
-		User:      t.in.User,
-	}).Get(ctx, &out)
-	c.resume = nil
-	if err != nil {
-		t.runFailed(ctx, c, err)
-		return
-	}
-	t.applyOutcome(ctx, c, out)
+	err := workflow.ExecuteActivity(actx, activities.RunToolName, in).Get(ctx, &out)
+	return out, err
 }
 
 // nextQueued is the first queued call in call order: non-concurrent calls
@@ -298,7 +353,7 @@ func runActivityID(callID string, run int) string {
 	return fmt.Sprintf("%s/run-%d", callID, run)
 }
 
-func (t *turn) runFailed(ctx workflow.Context, c *call, err error) {
+func (t *turn) runFailed(ctx workflow.Context, c *call, queue string, err error) {
 	var timeoutErr *temporal.TimeoutError
 	var activityErr *temporal.ActivityError
 	switch {
@@ -307,6 +362,12 @@ func (t *turn) runFailed(ctx workflow.Context, c *call, err error) {
 		c.refuse(t.interruption() + " before this tool started")
 	case ctx.Err() != nil:
 		c.fail(results.FailureToolError, t.interruption()+" while this tool ran; it was stopped and its outcome is unknown", "", "")
+	case queue != "" && errors.As(err, &timeoutErr) && timeoutErr.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
+		// Not started means not run (or, for an idempotent tool whose
+		// worker died mid-run, not finished): safe to say so and move on.
+		workflow.GetLogger(ctx).Warn("No worker holding the workspace took a call; the turn moves to another", "call_id", c.card.CallID, "tool", c.card.Tool)
+		c.fail(results.FailureToolError, workspaceUnavailable(t.in.Policy.workspaceTimeout()), "", "")
+		t.repin(ctx, queue)
 	case !c.spec.Idempotent && errors.As(err, &timeoutErr):
 		workflow.GetLogger(ctx).Warn("Worker lost while a non-idempotent tool ran", "call_id", c.card.CallID, "tool", c.card.Tool)
 		c.fail(results.FailureOutcomeUnknown, results.OutcomeUnknownMessage, "", "")

@@ -75,6 +75,12 @@ type Policy struct {
 	// configured with lower limits than Temporal's defaults.
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	MaxHistoryBytes  int `json:"max_history_bytes,omitempty"`
+	// WorkspaceTimeout bounds how long a call of a workspace tool waits
+	// for the worker holding the turn's workspace to take it (default
+	// 1m); past it the call fails with a tool error and later calls run
+	// on another worker. It matters only where workers do not share one
+	// workspace.
+	WorkspaceTimeout Duration `json:"workspace_timeout,omitempty"`
 }
 
 // Duration is a time.Duration written in JSON as a string ParseDuration

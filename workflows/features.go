@@ -16,12 +16,23 @@ type Features struct {
 	SearchAttributes bool `json:"search_attributes,omitempty"`
 	// Webhooks: the worker delivers webhook events, so turns emit them.
 	Webhooks bool `json:"webhooks,omitempty"`
+	// WorkspaceQueue is the task queue of the worker that holds its
+	// workspace (tollgate.PinWorkspace): a turn sends its workspace tools'
+	// calls there. Empty: the workspace is shared (or there is one
+	// worker), and any worker runs them. See doc.go, "Workspace affinity".
+	WorkspaceQueue string `json:"workspace_queue,omitempty"`
 }
 
 // outsideVersion of the turn's change marker adds what outside systems
 // read: the recorded features, search attributes (search.go) and webhook
 // events (webhook.go).
 const outsideVersion = uiVersion + 1
+
+// fastToolsVersion of the turn's change marker runs the calls of local
+// tools (tool.Spec.RunsLocally) as local activities and sends the calls
+// of workspace tools to the worker holding the workspace
+// (Features.WorkspaceQueue). See doc.go.
+const fastToolsVersion = outsideVersion + 1
 
 // record returns the features this run was started with, the same on
 // every replay.

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 )
@@ -68,6 +69,9 @@ func validateLimits(p Policy) error {
 	}
 	if p.MaxHistoryBytes < 0 || p.MaxHistoryBytes > maxHistoryBytesCeiling {
 		return fmt.Errorf("policy.max_history_bytes is %d; it must be between 1 and %d (or omitted for %d)", p.MaxHistoryBytes, maxHistoryBytesCeiling, defaultMaxHistoryBytes)
+	}
+	if p.WorkspaceTimeout < 0 {
+		return fmt.Errorf("policy.workspace_timeout is %s; it must be positive (or omitted for %s)", time.Duration(p.WorkspaceTimeout), formatDuration(DefaultWorkspaceTimeout))
 	}
 	return nil
 }

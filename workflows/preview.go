@@ -25,6 +25,12 @@ func (t *turn) preview(ctx workflow.Context, c *call) {
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:             "preview " + callSummary(c.card.Tool, c.card.Arguments),
 	})
+	if queue := t.queueFor(c); queue != "" {
+		// The preview reads the workspace, so it runs where the call
+		// will; with that worker gone the card gets the lost note.
+		pctx = workflow.WithTaskQueue(pctx, queue)
+		pctx = workflow.WithScheduleToStartTimeout(pctx, t.in.Policy.workspaceTimeout())
+	}
 	f := workflow.ExecuteActivity(pctx, activities.PreviewToolName, activities.PreviewToolInput{
 		TurnID:    t.id,
 		CallID:    c.card.CallID,

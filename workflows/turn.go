@@ -40,7 +40,8 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // the history guard, transfers ending waits, named tool activities and
 // cancellations that tell a queued or unstarted call from a running one.
 // Version 2 (uiVersion) adds activity summaries; version 3
-// (outsideVersion) the search attributes and webhook events. Turns that
+// (outsideVersion) the search attributes and webhook events; version 4
+// (fastToolsVersion) local tools and workspace affinity. Turns that
 // started before a version replay as they ran.
 const (
 	hardeningChange  = "hardening"
@@ -57,6 +58,14 @@ type turn struct {
 	ui bool
 	// features are the deployment's, as recorded when the turn started.
 	features Features
+	// live are the features of the worker running this workflow task.
+	// Workflow code reads them only inside a SideEffect (repin), which
+	// records what it read.
+	live Features
+	// pin is the task queue of the worker holding the turn's workspace;
+	// empty: any worker runs workspace tools (doc.go, "Workspace
+	// affinity").
+	pin string
 	// listed is what the search attributes say; deliveries counts webhook
 	// deliveries not yet started.
 	listed     listing
@@ -96,12 +105,20 @@ type turn struct {
 
 func (t *turn) hardened() bool { return t.v >= hardeningVersion }
 
+// fast reports whether the turn runs local tools locally and pins its
+// workspace tools (fastToolsVersion).
+func (t *turn) fast() bool { return t.v >= fastToolsVersion }
+
 func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
-	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, outsideVersion)
+	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, fastToolsVersion)
 	t.ui = t.v >= uiVersion
 	if t.v >= outsideVersion {
 		t.features = f.record(ctx)
+	}
+	if t.fast() {
+		t.live = f
+		t.pin = t.features.WorkspaceQueue
 	}
 	t.byID = map[string]*call{}
 	t.nextSuffix = map[string]int{}
@@ -232,6 +249,7 @@ func (t *turn) finish(ctx workflow.Context) (Result, error) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	t.publish(dctx)
+	t.countEnd(dctx)
 	t.emit(dctx, webhook.TypeTurnEnded, "", nil)
 	if err := workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) && t.deliveries == 0 }); err != nil {
 		return Result{}, fmt.Errorf("wait for respond handlers and webhook deliveries: %w", err)

@@ -33,6 +33,9 @@ func readFileTool(opts Options) (tool.Tool, error) {
 		Description: "Read a file in the workspace. Text comes back as is; optionally only lines offset..offset+limit-1. PNG, JPEG, GIF and WebP images come back as images.",
 		Idempotent:  true,
 		Concurrent:  true,
+		// A read is short and safe to repeat: a local activity.
+		Local:     true,
+		Workspace: true,
 	}, func(ctx context.Context, call tool.Call, args readFileArgs) (results.Outcome, error) {
 		if args.Path == "" {
 			return results.FailTool("path is empty"), nil
@@ -134,6 +137,8 @@ func listDirTool(Options) (tool.Tool, error) {
 		Description: "List a directory in the workspace, sorted by name. Directories end with '/'.",
 		Idempotent:  true,
 		Concurrent:  true,
+		Local:       true,
+		Workspace:   true,
 	}, func(ctx context.Context, call tool.Call, args listDirArgs) (results.Outcome, error) {
 		w, err := openFiles(call)
 		if err != nil {

@@ -45,7 +45,8 @@ func shellTool(opts Options) (tool.Tool, error) {
 			"A non-zero exit status is an error that carries the output. Commands are killed after %s. %s "+
 			"The environment holds PATH, HOME, the locale and what the operator allows, not the worker's credentials. "+
 			"A final `cd` inside the workspace carries over to later calls.", opts.ShellTimeout, containmentDescription(shellContainment())),
-		Approval: tool.ApprovalAlways,
+		Approval:  tool.ApprovalAlways,
+		Workspace: true,
 		// Not idempotent: a command may have run when the worker died, so
 		// it is never retried.
 		Timeout: opts.ShellTimeout + timeoutGrace,

@@ -25,6 +25,7 @@ func writeFileTool(Options) (tool.Tool, error) {
 		Approval:    tool.ApprovalAlways,
 		// Writing the same content twice leaves the same file.
 		Idempotent: true,
+		Workspace:  true,
 	}, func(ctx context.Context, call tool.Call, args writeFileArgs) (results.Outcome, error) {
 		ch, err := planWrite(call, args, 0)
 		if err != nil {
@@ -59,6 +60,7 @@ func editFileTool(Options) (tool.Tool, error) {
 		Name:        EditFile,
 		Description: "Replace one exact occurrence of old_string with new_string in a workspace file. old_string must match exactly once, including whitespace; add surrounding lines to make it unique. Returns a diff of the change.",
 		Approval:    tool.ApprovalAlways,
+		Workspace:   true,
 		// Not idempotent: once applied, the same edit no longer matches.
 	}, func(ctx context.Context, call tool.Call, args editFileArgs) (results.Outcome, error) {
 		ch, err := planEdit(call, args, 0)

@@ -45,7 +45,28 @@ type Spec struct {
 	// tool first. Describe sets it from the tool itself; FuncWithPreview
 	// sets it on the spec it builds.
 	Previews bool `json:"previews,omitempty"`
+	// Local asks for the tool to run as a Temporal local activity: in the
+	// workflow's own worker, in the same workflow task as the model reply
+	// that made the call, with no activity task round trip through the
+	// server. Only for short tools (well under the workflow task timeout)
+	// that are Idempotent: a local activity whose worker dies runs again
+	// on the next worker, so a tool that is not idempotent never runs
+	// locally, whatever Local says (RunsLocally). Approval, schema
+	// validation, limits, retries and typed results are the same either
+	// way.
+	Local bool `json:"local,omitempty"`
+	// Workspace says the tool reads or changes the worker's workspace
+	// (files, a shell). Where workers do not share one workspace, such a
+	// call runs on the worker that holds the turn's workspace (see
+	// workflows/doc.go, "Workspace affinity"). Tools that reach only
+	// remote services (HTTP, MCP servers) leave it unset and run on any
+	// worker.
+	Workspace bool `json:"workspace,omitempty"`
 }
+
+// RunsLocally reports whether calls of the tool run as local activities:
+// it asks to (Local) and may run twice (Idempotent).
+func (s Spec) RunsLocally() bool { return s.Local && s.Idempotent }
 
 // validName allows what model providers accept in a function name, plus
 // '.' between non-empty segments, so tools from an MCP server can be named
