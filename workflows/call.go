@@ -271,13 +271,16 @@ func (t *turn) queueFor(c *call) string {
 // this worker. ran is false when this worker does not hold the workspace
 // the call is pinned to: the call must then go to that worker's queue.
 func (t *turn) runLocal(ctx workflow.Context, c *call, queue string, in activities.RunToolInput) (out results.Outcome, ran bool, err error) {
+	// RunsLocally means idempotent: the same retries as the activity.
+	retry := runOptions(c.spec).RetryPolicy
 	opts := workflow.LocalActivityOptions{
 		// RunTool enforces spec.Timeout itself; the slack covers
 		// validation and storing a large output.
 		StartToCloseTimeout: c.spec.Timeout + 10*time.Second,
-		// RunsLocally means idempotent: the same retries as the activity.
-		RetryPolicy: runOptions(c.spec).RetryPolicy,
+		RetryPolicy:         retry,
 	}
+	// Unset, the SDK ends the retries after one StartToCloseTimeout.
+	opts.ScheduleToCloseTimeout = time.Duration(retry.MaximumAttempts) * (opts.StartToCloseTimeout + retry.MaximumInterval)
 	if t.ui {
 		opts.Summary = callSummary(c.card.Tool, c.card.EffectiveArguments())
 	}
