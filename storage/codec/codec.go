@@ -283,13 +283,13 @@ func (k *Keyring) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, err
 		default:
 			return nil, fmt.Errorf("codec: payload %d is compressed with %q, which this codec does not know: %w", i+1, c, ErrCorrupt)
 		}
-		plain, err := k.open(id, p.GetData(), payloadAAD(id, compressed))
+		plain, err := k.open("payload", id, p.GetData(), payloadAAD(id, compressed))
 		if err != nil {
-			return nil, fmt.Errorf("codec: payload %d: %w", i+1, err)
+			return nil, fmt.Errorf("codec: %w (payload %d of %d)", err, i+1, len(payloads))
 		}
 		if compressed {
 			if plain, err = decompress(plain); err != nil {
-				return nil, fmt.Errorf("codec: payload %d: %w", i+1, err)
+				return nil, fmt.Errorf("codec: %w (payload %d of %d)", err, i+1, len(payloads))
 			}
 		}
 		var dec commonpb.Payload
@@ -349,12 +349,14 @@ func (k *Keyring) Open(sealed []byte) ([]byte, error) {
 		return nil, fmt.Errorf("codec: sealed value has unknown flags %#x: %w", flags, ErrCorrupt)
 	}
 	headerLen := len(sealMagic) + 1 + n + 1
-	plain, err := k.open(id, sealed[headerLen:], sealed[:headerLen])
+	plain, err := k.open("value", id, sealed[headerLen:], sealed[:headerLen])
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("codec: %w", err)
 	}
 	if flags&flagCompressed != 0 {
-		return decompress(plain)
+		if plain, err = decompress(plain); err != nil {
+			return nil, fmt.Errorf("codec: %w", err)
+		}
 	}
 	return plain, nil
 }
@@ -374,21 +376,23 @@ func (k *Keyring) seal(plain, aad []byte) ([]byte, error) {
 	return aead.Seal(nonce, nonce, plain, aad), nil
 }
 
-func (k *Keyring) open(id string, data, aad []byte) ([]byte, error) {
+// open decrypts data; what names the thing in errors ("payload",
+// "value").
+func (k *Keyring) open(what, id string, data, aad []byte) ([]byte, error) {
 	aead, ok := k.aeads[id]
 	if !ok {
 		if id == "" {
-			return nil, fmt.Errorf("codec: encrypted value names no key: %w", ErrCorrupt)
+			return nil, fmt.Errorf("encrypted %s names no key: %w", what, ErrCorrupt)
 		}
-		return nil, fmt.Errorf("codec: payload encrypted with key %q, which this process does not have (add it to the keys file %s names as a decrypt-only line): %w", id, EnvKeysFile, ErrUnknownKey)
+		return nil, fmt.Errorf("%s encrypted with key %q, which this process does not have (add it to the keys file %s names, as a decrypt-only line): %w", what, id, EnvKeysFile, ErrUnknownKey)
 	}
 	if len(data) < aead.NonceSize()+aead.Overhead() {
-		return nil, fmt.Errorf("codec: encrypted value is %d bytes, shorter than a nonce and tag: %w", len(data), ErrCorrupt)
+		return nil, fmt.Errorf("encrypted %s is %d bytes, shorter than a nonce and tag: %w", what, len(data), ErrCorrupt)
 	}
 	nonce, body := data[:aead.NonceSize()], data[aead.NonceSize():]
 	plain, err := aead.Open(make([]byte, 0, len(body)), nonce, body, aad)
 	if err != nil {
-		return nil, fmt.Errorf("codec: cannot decrypt with key %q: %w", id, ErrAuthentication)
+		return nil, fmt.Errorf("cannot decrypt the %s with key %q: %w", what, id, ErrAuthentication)
 	}
 	return plain, nil
 }
@@ -430,10 +434,10 @@ func decompress(b []byte) ([]byte, error) {
 	defer r.Close()
 	out, err := io.ReadAll(io.LimitReader(r, maxPlaintext+1))
 	if err != nil {
-		return nil, fmt.Errorf("codec: decompress: %v: %w", err, ErrCorrupt)
+		return nil, fmt.Errorf("decompress: %v: %w", err, ErrCorrupt)
 	}
 	if len(out) > maxPlaintext {
-		return nil, fmt.Errorf("codec: decompressed value exceeds %d bytes: %w", maxPlaintext, ErrCorrupt)
+		return nil, fmt.Errorf("decompressed value exceeds %d bytes: %w", maxPlaintext, ErrCorrupt)
 	}
 	return out, nil
 }
