@@ -63,6 +63,9 @@ type Options struct {
 	// Logger gets request failures (debug) and internal errors (warn);
 	// nil is slog's default.
 	Logger *slog.Logger
+	// Connect turns OAuth connections on (connect.go); nil leaves
+	// /v1/connect, /v1/oauth/callback and /v1/connections off.
+	Connect *ConnectOptions
 }
 
 // Server is the gateway: an http.Handler.
@@ -74,6 +77,8 @@ type Server struct {
 	devUser apikey.Entry
 	// summaries caches the turns' summaries for lists.
 	summaries summaryCache
+	// usedStates are the OAuth flows this process completed.
+	usedStates usedStates
 }
 
 // DevPrincipal is who anonymous requests act as in dev mode.
@@ -160,6 +165,12 @@ func (s *Server) routes() {
 		http.MethodGet:  http.HandlerFunc(s.linkPage),
 		http.MethodPost: http.HandlerFunc(s.linkApply),
 	}))
+	m.Handle("/v1/connect/{token}", s.page(methods{
+		http.MethodGet:  http.HandlerFunc(s.connectPage),
+		http.MethodPost: http.HandlerFunc(s.connectStart),
+	}))
+	m.Handle("/v1/oauth/callback", s.page(methods{http.MethodGet: http.HandlerFunc(s.oauthCallback)}))
+	m.Handle("/v1/connections/{provider}", s.api(methods{http.MethodDelete: s.requireScope(apikey.Respond, s.disconnect)}))
 	m.Handle("/v1/", s.api(notFound{}))
 	m.Handle("/inbox", s.page(methods{http.MethodGet: http.HandlerFunc(s.inbox)}))
 	m.Handle("/inbox/login", s.page(methods{http.MethodPost: http.HandlerFunc(s.login)}))
@@ -197,7 +208,7 @@ func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		allow := ""
-		for _, meth := range []string{http.MethodGet, http.MethodPost} {
+		for _, meth := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 			if _, has := m[meth]; has {
 				if allow != "" {
 					allow += ", "

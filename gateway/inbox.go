@@ -45,6 +45,8 @@ type inboxItem struct {
 	Args       string
 	Anchor     string
 	CSRF       string
+	// ConnectURL starts the OAuth flow of a waiting_connection call.
+	ConnectURL string
 	// MayAnswer: the viewer can answer this call; Why says why not.
 	MayAnswer bool
 	Why       string
@@ -117,6 +119,7 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 				CSRF: page.CSRF,
 			}
 			it.EditArgs = it.Args
+			it.ConnectURL = s.ConnectURL("", t.ID, t.User, c)
 			it.MayAnswer, it.Why = mayAnswer(*v.who, c.Tool)
 			if failed != nil && failed.TurnID == t.ID && failed.Card.CallID == c.CallID {
 				it.Error, it.Reason, it.Answer = failed.Error, failed.Reason, failed.Answer

@@ -39,6 +39,9 @@ type Turn struct {
 	Waiting []results.Card `json:"waiting"`
 	// Error says why Waiting could not be read (no worker answered).
 	Error string `json:"error,omitempty"`
+	// ConnectLinks maps the ids of calls waiting for a connection to the
+	// links that start it (connect.go), when OAuth is configured.
+	ConnectLinks map[string]string `json:"connect_links,omitempty"`
 }
 
 // TurnList is the body of GET /v1/turns.
@@ -64,6 +67,9 @@ func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.temporalFailure(w, r, "list turns", err)
 		return
+	}
+	for i := range turns {
+		turns[i].ConnectLinks = s.connectLinks(r, turns[i].ID, turns[i].User, turns[i].Waiting)
 	}
 	writeJSON(w, http.StatusOK, TurnList{Turns: turns})
 }
@@ -186,6 +192,13 @@ func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) {
 	st, err := s.state(ctx, id, "")
 	if err != nil {
 		s.temporalFailure(w, r, "read the turn", s.noWorker(ctx, err, id))
+		return
+	}
+	if s.opts.Connect != nil && slices.ContainsFunc(st.Cards, func(c results.Card) bool { return c.State == results.StateWaitingConnection }) {
+		writeJSON(w, http.StatusOK, struct {
+			workflows.State
+			ConnectLinks map[string]string `json:"connect_links,omitempty"`
+		}{st, s.connectLinks(r, id, s.turnUser(ctx, id), st.Cards)})
 		return
 	}
 	writeJSON(w, http.StatusOK, st)

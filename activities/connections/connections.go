@@ -26,11 +26,25 @@ type Credential struct {
 	Token     string    `json:"token"`
 	Scopes    []string  `json:"scopes,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// RefreshToken, when set, lets the store's owner get a new Token once
+	// Expiry passes (OAuth 2.0); empty for API keys and pasted tokens.
+	RefreshToken string `json:"refresh_token,omitempty"`
+	// TokenType is the OAuth token type ("Bearer"); empty means Bearer.
+	TokenType string `json:"token_type,omitempty"`
+	// Expiry is when Token stops working; zero means it does not expire.
+	Expiry time.Time `json:"expiry,omitzero"`
+}
+
+// Expired reports whether the token is past its expiry at now, less a
+// margin: a token that expires while the tool's request is in flight is
+// as good as expired.
+func (c Credential) Expired(now time.Time, margin time.Duration) bool {
+	return !c.Expiry.IsZero() && !now.Add(margin).Before(c.Expiry)
 }
 
 // String keeps the token out of logs and error messages built with %v.
 func (c Credential) String() string {
-	return fmt.Sprintf("connection %s/%s (scopes %s, token redacted)", c.User, c.Provider, strings.Join(c.Scopes, ","))
+	return fmt.Sprintf("connection %s/%s (scopes %s, tokens redacted)", c.User, c.Provider, strings.Join(c.Scopes, ","))
 }
 
 // GoString keeps the token out of %#v too.
@@ -45,6 +59,15 @@ type Store interface {
 	Put(ctx context.Context, c Credential) error
 	// Delete removes a credential; deleting an absent one is not an error.
 	Delete(ctx context.Context, user, provider string) error
+}
+
+// Sealer encrypts credentials at rest. FileStore seals each file it
+// writes and opens each it reads; the storage codec's AES-GCM keyring has
+// this method set. Open must refuse (not pass through) data it did not
+// seal, so a swapped file cannot be served.
+type Sealer interface {
+	Seal(plaintext []byte) ([]byte, error)
+	Open(sealed []byte) ([]byte, error)
 }
 
 // ValidName reports whether s may be used as a user or provider name. The

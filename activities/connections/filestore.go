@@ -1,6 +1,7 @@
 package connections
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,13 +24,32 @@ const (
 // atomic, so a crash never leaves a half-written token behind, and one
 // directory may be shared by every worker on a machine.
 type FileStore struct {
-	dir string
+	dir    string
+	sealer Sealer
 }
 
 var _ Store = (*FileStore)(nil)
 
-// NewFileStore opens (creating if needed) a store rooted at dir.
+// FileStoreOptions configure a FileStore.
+type FileStoreOptions struct {
+	// Sealer, when set, encrypts every file written; files written
+	// without one (before encryption was turned on) are still read, and
+	// sealed again on their next write.
+	Sealer Sealer
+}
+
+// sealedMagic starts a sealed credential file, so a reader tells one
+// from the plain JSON written without a Sealer.
+const sealedMagic = "tollgate-sealed-credential v1\n"
+
+// NewFileStore opens (creating if needed) a store rooted at dir that
+// keeps credentials in plain JSON (owner-only files).
 func NewFileStore(dir string) (*FileStore, error) {
+	return NewFileStoreWith(dir, FileStoreOptions{})
+}
+
+// NewFileStoreWith is NewFileStore with options.
+func NewFileStoreWith(dir string, opts FileStoreOptions) (*FileStore, error) {
 	if dir == "" {
 		return nil, errors.New("connections: directory is empty")
 	}
@@ -39,7 +59,7 @@ func NewFileStore(dir string) (*FileStore, error) {
 	if err := tighten(dir); err != nil {
 		return nil, err
 	}
-	return &FileStore{dir: dir}, nil
+	return &FileStore{dir: dir, sealer: opts.Sealer}, nil
 }
 
 // tighten makes an existing store owner-only: MkdirAll leaves the mode of
@@ -109,6 +129,15 @@ func (s *FileStore) Get(ctx context.Context, user, provider string) (Credential,
 	if err != nil {
 		return Credential{}, fmt.Errorf("connections: read %s/%s: %w", user, provider, err)
 	}
+	if rest, ok := bytes.CutPrefix(data, []byte(sealedMagic)); ok {
+		if s.sealer == nil {
+			return Credential{}, fmt.Errorf("connections: %s/%s is encrypted and this store has no key to open it", user, provider)
+		}
+		if data, err = s.sealer.Open(rest); err != nil {
+			// The sealer's own words name no plaintext; keep them for the operator.
+			return Credential{}, fmt.Errorf("connections: %s/%s could not be decrypted: %w", user, provider, err)
+		}
+	}
 	var c Credential
 	if err := json.Unmarshal(data, &c); err != nil {
 		// The decoder's message may quote file content, which is a token.
@@ -135,6 +164,13 @@ func (s *FileStore) Put(ctx context.Context, c Credential) error {
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return fmt.Errorf("connections: encode %s/%s: %w", c.User, c.Provider, err)
+	}
+	if s.sealer != nil {
+		sealed, err := s.sealer.Seal(data)
+		if err != nil {
+			return fmt.Errorf("connections: encrypt %s/%s: %w", c.User, c.Provider, err)
+		}
+		data = append([]byte(sealedMagic), sealed...)
 	}
 	path := s.path(c.User, c.Provider)
 	userDir := filepath.Dir(path)

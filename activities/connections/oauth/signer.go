@@ -1,0 +1,193 @@
+package oauth
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Two signed tokens carry a connection request around:
+//
+//   - a connect link (GET /v1/connect/{token}) names the waiting call, its
+//     user and the provider; the gateway mints it when it shows a
+//     waiting_connection card, and the call.waiting webhook carries one;
+//   - the state parameter of the authorization request names the same
+//     call and a fresh flow id; it lives minutes, and the gateway applies
+//     each flow id once.
+//
+// Both are <payload>.<mac> in base64url, as the one-click links of
+// gateway/links are, with HMAC-SHA256 under the link secret and a label
+// per kind, so a connect link is never a valid state or a decision link,
+// nor the other way round.
+
+// Sentinel errors of Verify.
+var (
+	ErrTampered = errors.New("the token is not valid: it was altered or is not Tollgate's")
+	ErrExpired  = errors.New("the token has expired")
+)
+
+// Kinds of token.
+const (
+	KindConnect = "connect"
+	KindState   = "state"
+)
+
+const (
+	minSecretLen = 32
+	maxTokenLen  = 2048
+	maxFieldLen  = 256
+)
+
+// Claims are what a connect link or a state says. Every field is signed.
+type Claims struct {
+	Turn     string    `json:"t"`
+	Call     string    `json:"c"`
+	User     string    `json:"u"`
+	Provider string    `json:"p"`
+	Expires  time.Time `json:"e"`
+	// ID is random (16 bytes, base64url). A state's ID names the flow:
+	// its PKCE cookie and the Update id of its `connected`.
+	ID string `json:"i"`
+}
+
+// UpdateID is the Update id the `connected` of a state's flow is sent
+// with: a reloaded callback sends the same Update, which applies once.
+func (c Claims) UpdateID() string { return "oauth-" + c.ID }
+
+func (c Claims) validate() error {
+	for _, f := range []struct{ name, v string }{{"turn", c.Turn}, {"call", c.Call}, {"user", c.User}, {"provider", c.Provider}, {"id", c.ID}} {
+		if f.v == "" {
+			return fmt.Errorf("needs a %s", f.name)
+		}
+		if len(f.v) > maxFieldLen || !utf8.ValidString(f.v) {
+			return fmt.Errorf("its %s must be valid UTF-8 of at most %d bytes", f.name, maxFieldLen)
+		}
+	}
+	if strings.Trim(c.ID, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+		return errors.New("its id must be base64url characters only")
+	}
+	if c.Expires.IsZero() {
+		return errors.New("needs an expiry")
+	}
+	return nil
+}
+
+// Signer signs with its first secret and verifies with all, so the link
+// secret can be rotated as gateway/links allows.
+type Signer struct {
+	keys [][]byte
+}
+
+// NewSigner takes one or more secrets of at least 32 bytes (the link
+// secret: TOLLGATE_LINK_SECRET_FILE).
+func NewSigner(secrets ...[]byte) (*Signer, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("oauth: a signer needs at least one secret")
+	}
+	s := &Signer{}
+	for i, k := range secrets {
+		if len(k) < minSecretLen {
+			return nil, fmt.Errorf("oauth: secret %d is %d bytes; at least %d are needed", i+1, len(k), minSecretLen)
+		}
+		s.keys = append(s.keys, bytes.Clone(k))
+	}
+	return s, nil
+}
+
+// NewID returns a fresh random id: 16 bytes, base64url.
+func NewID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Sign returns the token of kind for c; an empty ID is filled.
+func (s *Signer) Sign(kind string, c Claims) (string, error) {
+	if c.ID == "" {
+		c.ID = NewID()
+	}
+	c.Expires = c.Expires.UTC().Round(0)
+	if err := c.validate(); err != nil {
+		return "", fmt.Errorf("oauth: a %s token %w", kind, err)
+	}
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("oauth: encode claims: %w", err)
+	}
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	tok := p + "." + base64.RawURLEncoding.EncodeToString(mac(s.keys[0], kind, p))
+	if len(tok) > maxTokenLen {
+		return "", fmt.Errorf("oauth: the %s token would be %d bytes, over %d", kind, len(tok), maxTokenLen)
+	}
+	return tok, nil
+}
+
+// Verify checks token as a token of kind: its signature first (nothing
+// of a forged token is read), then its expiry against now. Failures wrap
+// ErrTampered or ErrExpired.
+func (s *Signer) Verify(kind, token string, now time.Time) (Claims, error) {
+	if len(token) > maxTokenLen {
+		return Claims{}, fmt.Errorf("%w (too long)", ErrTampered)
+	}
+	p, sig, ok := strings.Cut(token, ".")
+	if !ok || p == "" || sig == "" {
+		return Claims{}, fmt.Errorf("%w (malformed)", ErrTampered)
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || len(got) != sha256.Size {
+		return Claims{}, fmt.Errorf("%w (malformed signature)", ErrTampered)
+	}
+	match := false
+	for _, k := range s.keys {
+		if hmac.Equal(got, mac(k, kind, p)) {
+			match = true
+		}
+	}
+	if !match {
+		return Claims{}, fmt.Errorf("%w (signature mismatch)", ErrTampered)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil {
+		return Claims{}, fmt.Errorf("%w (malformed payload)", ErrTampered)
+	}
+	var c Claims
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil || dec.More() {
+		return Claims{}, fmt.Errorf("%w (unreadable claims)", ErrTampered)
+	}
+	if err := c.validate(); err != nil {
+		return Claims{}, fmt.Errorf("%w (%v)", ErrTampered, err)
+	}
+	if !now.Before(c.Expires) {
+		return Claims{}, fmt.Errorf("%w (at %s)", ErrExpired, c.Expires.Format(time.RFC3339))
+	}
+	return c, nil
+}
+
+// MAC is a keyed hash of parts under the first secret with label, for the
+// values the flow binds to a browser (the PKCE cookie).
+func (s *Signer) MAC(label string, parts ...string) []byte {
+	h := hmac.New(sha256.New, s.keys[0])
+	h.Write([]byte("tollgate oauth " + label + "\x00"))
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return h.Sum(nil)
+}
+
+func mac(key []byte, kind, payload string) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte("tollgate oauth " + kind + " v1\x00"))
+	h.Write([]byte(payload))
+	return h.Sum(nil)
+}
