@@ -133,7 +133,12 @@ func run(f flags, logger *slog.Logger) error {
 		f.address = srv.Address()
 		logger.Info("Embedded Temporal server started", "address", srv.Address(), "database", db)
 		if f.uiPort != 0 {
-			ui, err := devserver.StartUI(devserver.UIOptions{Port: f.uiPort, TemporalAddress: srv.Address()})
+			codecSrv, err := startDevCodec(f.uiPort, logger)
+			if err != nil {
+				return err
+			}
+			defer codecSrv.Stop()
+			ui, err := devserver.StartUI(devserver.UIOptions{Port: f.uiPort, TemporalAddress: srv.Address(), CodecEndpoint: codecSrv.Endpoint()})
 			if err != nil {
 				return fmt.Errorf("start the Temporal Web UI: %w", err)
 			}

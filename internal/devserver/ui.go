@@ -18,6 +18,9 @@ type UIOptions struct {
 	Port int
 	// TemporalAddress is the frontend the UI talks to.
 	TemporalAddress string
+	// CodecEndpoint, when set, is the codec server the UI's pages call to
+	// show encrypted payloads decrypted (see storage/codec/codecserver).
+	CodecEndpoint string
 }
 
 // UI is a running Web UI.
@@ -56,6 +59,7 @@ func StartUI(opts UIOptions) (*UI, error) {
 		DisableNewsFetch:    true,
 		Distribution:        "tollgate",
 		CORS:                uiconfig.CORS{CookieInsecure: true},
+		Codec:               uiconfig.Codec{Endpoint: opts.CodecEndpoint},
 	}))
 	go func() { _ = srv.Start() }()
 	return &UI{srv: srv, url: fmt.Sprintf("http://%s", address)}, nil
