@@ -9,12 +9,15 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./worker \
  && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/starter ./starter \
  && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/gateway ./gateway/cmd/gateway \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/healthcheck ./deploy/healthcheck \
  && mkdir -p /out/data /out/workspace
 
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/worker /out/starter /out/gateway /usr/local/bin/
+COPY --from=build /out/worker /out/starter /out/gateway /out/healthcheck /usr/local/bin/
 # Named volumes take the ownership of these directories, so the nonroot
-# user can write its stores.
+# user can write its stores. docker-compose.yml runs the worker as the
+# owner of the bind-mounted workspace instead, and its tollgate-init
+# service hands both directories to that user.
 COPY --from=build --chown=nonroot:nonroot /out/data /data
 COPY --from=build --chown=nonroot:nonroot /out/workspace /workspace
 WORKDIR /home/nonroot
