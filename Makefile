@@ -5,7 +5,7 @@ GO       ?= go
 DATA     ?= .tollgate
 WORKSPACE ?= workspace
 
-.PHONY: run test lint bench histories compose-up compose-down clean
+.PHONY: run test lint bench histories compose-up compose-down clean test-cluster
 
 ## run: embedded Temporal server (SQLite in $(DATA)) and the worker
 run: $(WORKSPACE)/notes.txt
@@ -37,6 +37,13 @@ bench:
 ## histories: re-record the replay corpus in workflows/testdata/histories
 histories:
 	$(GO) test -count=1 ./internal/e2e/ -record
+
+## test-cluster: the production-shaped test: PostgreSQL, the Temporal
+## server binary, SeaweedFS (S3) and two worker processes, killed and
+## restarted; the first run builds the server, its CLI and SeaweedFS
+test-cluster:
+	GO="$(GO)" ./internal/cluster/bins.sh
+	TOLLGATE_CLUSTER=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./internal/cluster/
 
 ## compose-up / compose-down: Postgres, Temporal, its UI and the worker
 compose-up:
