@@ -77,6 +77,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 	}
 	history, err := a.Transcripts.Load(in.Transcript)
 	if errors.Is(err, transcript.ErrMissing) || errors.Is(err, transcript.ErrCorrupt) {
+		countTranscriptMiss(ctx, err)
 		activity.GetLogger(ctx).Warn("Stored conversation unusable; the workflow will resend it", "turn", in.TurnID, "error", err)
 		return CallModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTranscriptMissing, err)
 	}
@@ -93,6 +94,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 		Tools:    in.Tools,
 		Params:   in.Params,
 	})
+	countModelCall(ctx, in.Model, resp, err)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("Model call failed", "model", in.Model, "error", err)
 		return CallModelResult{}, classify(err)

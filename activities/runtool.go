@@ -54,6 +54,7 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 		return results.FailTool("%v", err), nil
 	}
 
+	defer timeToolRun(ctx, in.Tool, time.Now())
 	runCtx, cancel := context.WithTimeout(ctx, spec.Timeout)
 	defer cancel()
 	stopBeat := heartbeat(runCtx, spec.HeartbeatInterval)
@@ -120,6 +121,7 @@ func (a *Activities) storeRaw(ctx context.Context, ref string, out results.Outco
 		activity.GetLogger(ctx).Warn("Could not store a large tool output; it stays in history", "ref", ref, "error", err)
 		return out
 	}
+	countStored(ctx, len(out.Success.Raw))
 	s := *out.Success
 	s.Raw, s.RawRef = "", rawRef
 	out.Success = &s

@@ -17,6 +17,8 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/tollgate-dev/tollgate"
+	"github.com/tollgate-dev/tollgate/internal/telemetry"
+	"github.com/tollgate-dev/tollgate/metrics"
 )
 
 // Options select the profile and override what flags set.
@@ -29,6 +31,9 @@ type Options struct {
 	Address   string
 	Namespace string
 	Logger    *slog.Logger
+	// MetricsHandler receives the SDK's metrics and Tollgate's (see
+	// package metrics); nil records none.
+	MetricsHandler client.MetricsHandler
 }
 
 // ClientOptions loads the options for a Temporal client.
@@ -53,7 +58,12 @@ func ClientOptions(o Options) (client.Options, error) {
 	if err != nil {
 		return client.Options{}, err
 	}
-	opts.ExternalStorage = ext
+	opts.ExternalStorage = metrics.CountStorage(ext, o.MetricsHandler)
+	if o.MetricsHandler != nil {
+		opts.MetricsHandler = o.MetricsHandler
+	}
+	// Traced when the process started tracing (telemetry.StartTracing).
+	opts.Interceptors = append(opts.Interceptors, telemetry.ClientInterceptors()...)
 	if o.Logger != nil {
 		opts.Logger = log.NewStructuredLogger(o.Logger)
 	}

@@ -151,6 +151,7 @@ func NewRouter(cfg Config) *Router {
 	if cfg.OllamaBaseURL == "" {
 		cfg.OllamaBaseURL = DefaultOllamaBaseURL
 	}
+	cfg.HTTPClient = traced(cfg.HTTPClient)
 	return &Router{
 		cfg:       cfg,
 		openai:    openai.New(openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, HTTPClient: cfg.HTTPClient}),
