@@ -36,7 +36,6 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/metrics"
-	"github.com/tollgate-dev/tollgate/storage/blobstore"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -57,17 +56,10 @@ type Provider = model.Provider
 // providers.LoadConfigFromEnv), data in ".tollgate" and the workspace in
 // "workspace".
 type Options struct {
-	// DataDir holds connection tokens and, unless BlobURL says otherwise,
-	// stored payloads, transcripts and large tool outputs; it must not
-	// overlap the workspace. Clients and replayers that read a worker's
-	// turns need the same directory, or the same BlobURL.
+	// DataDir holds stored payloads, transcripts, large tool outputs and
+	// connection tokens; it must not overlap the workspace. Clients and
+	// replayers that read a worker's turns need the same directory.
 	DataDir string
-	// BlobURL chooses where stored payloads, large tool outputs and
-	// transcripts live (file://, s3://, gs://, azblob://; see
-	// storage/blobstore). Empty means TOLLGATE_BLOB_URL, then DataDir.
-	// Every worker, client and replayer of a deployment needs the same
-	// one. Connection tokens never go there: they stay in DataDir.
-	BlobURL string
 	// Workspace confines the file and shell tools.
 	Workspace string
 
@@ -115,9 +107,6 @@ func (o Options) withDefaults() Options {
 	if o.DataDir == "" {
 		o.DataDir = datadir.Default
 	}
-	if o.BlobURL == "" {
-		o.BlobURL = blobstore.URLFromEnv(os.Getenv)
-	}
 	if o.Workspace == "" {
 		o.Workspace = "workspace"
 	}
@@ -156,15 +145,11 @@ type Registry interface {
 // directory. Its errors say which option is wrong.
 func NewPlugin(opts Options) (*Plugin, error) {
 	opts = opts.withDefaults()
-	blobs, err := openBlobs(opts.BlobURL, opts.DataDir)
+	acts, err := newActivities(opts)
 	if err != nil {
 		return nil, err
 	}
-	acts, err := newActivities(opts, blobs)
-	if err != nil {
-		return nil, err
-	}
-	p, err := newPlugin(blobs, acts)
+	p, err := newPlugin(opts.DataDir, acts)
 	if err != nil {
 		return nil, err
 	}
@@ -178,35 +163,23 @@ func NewPlugin(opts Options) (*Plugin, error) {
 }
 
 // NewClientPlugin is the plugin for a program that starts, answers or
-// replays turns but runs none: it sets the payload storage of the blob
-// store TOLLGATE_BLOB_URL names, or else of dataDir (empty means
-// TOLLGATE_DATA or ".tollgate"), on clients and replayers, and registers
-// AgentTurn on replayers. Workers made from its client get nothing from
-// it.
+// replays turns but runs none: it sets the payload storage of dataDir
+// (empty means TOLLGATE_DATA or ".tollgate") on clients and replayers, and
+// registers AgentTurn on replayers. Workers made from its client get
+// nothing from it.
 func NewClientPlugin(dataDir string) (*Plugin, error) {
 	if dataDir == "" {
 		dataDir = datadir.FromEnv(os.Getenv)
 	}
-	blobs, err := openBlobs(blobstore.URLFromEnv(os.Getenv), dataDir)
-	if err != nil {
-		return nil, err
-	}
-	return newPlugin(blobs, nil)
+	return newPlugin(dataDir, nil)
 }
 
-// openBlobs opens the blob store url names, or the one in dataDir.
-func openBlobs(url, dataDir string) (*blobstore.Store, error) {
-	blobs, err := blobstore.Open(context.Background(), blobstore.Options{URL: url, DataDir: dataDir})
+func newPlugin(dataDir string, acts *activities.Activities) (*Plugin, error) {
+	storage, err := payloadstore.ExternalStorage(datadir.Payloads(dataDir))
 	if err != nil {
-		return nil, fmt.Errorf("tollgate: open the payload store: %w", err)
+		return nil, fmt.Errorf("tollgate: open the payload store in %s: %w", dataDir, err)
 	}
-	return blobs, nil
-}
-
-func newPlugin(blobs *blobstore.Store, acts *activities.Activities) (*Plugin, error) {
-	storage := payloadstore.NewDriver(blobs).Storage()
 	p := &Plugin{acts: acts, storage: storage}
-	var err error
 	p.SimplePlugin, err = temporal.NewSimplePlugin(temporal.SimplePluginOptions{
 		Name: PluginName,
 		ConfigureClient: func(_ context.Context, o client.PluginConfigureClientOptions) error {
