@@ -51,6 +51,8 @@ type flags struct {
 	dieWithParent bool
 	// mcpConfig names the MCP servers whose tools the worker offers.
 	mcpConfig string
+	// metricsAddr is where /metrics is served; empty: nowhere.
+	metricsAddr string
 }
 
 func main() {
@@ -69,6 +71,7 @@ func main() {
 	flag.StringVar(&f.searchAttributes, "search-attributes", "auto", "keep Tollgate's search attributes current: auto (when the server has them), on, off")
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
 	flag.StringVar(&f.mcpConfig, "mcp", os.Getenv("TOLLGATE_MCP_CONFIG"), "MCP servers `file` (JSON) whose tools the worker offers as <server>.<tool> (TOLLGATE_MCP_CONFIG)")
+	flag.StringVar(&f.metricsAddr, "metrics", os.Getenv("TOLLGATE_METRICS_ADDR"), "serve Prometheus metrics at http://`host:port`/metrics, e.g. 127.0.0.1:9464 (TOLLGATE_METRICS_ADDR; off when empty)")
 	flag.Parse()
 
 	logger := newLogger(f.logLevel)
@@ -147,8 +150,14 @@ func run(f flags, logger *slog.Logger) error {
 		}
 	}
 
+	obs, err := startTelemetry(ctx, f.metricsAddr, logger)
+	if err != nil {
+		return err
+	}
+	defer obs.Stop()
 	c, err := clientconfig.Dial(ctx, clientconfig.Options{
 		DataDir: f.dataDir, Profile: f.profile, Address: f.address, Namespace: f.namespace, Logger: logger,
+		MetricsHandler: obs.metrics,
 	})
 	if err != nil {
 		return err
