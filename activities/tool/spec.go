@@ -53,7 +53,10 @@ type Spec struct {
 	// on the next worker, so a tool that is not idempotent never runs
 	// locally, whatever Local says (RunsLocally). Approval, schema
 	// validation, limits, retries and typed results are the same either
-	// way.
+	// way. No turn input switches it: a turn started on a worker of this
+	// version runs every listed tool that RunsLocally as a local activity.
+	// To compare the two (the benchmarks do), register the same function
+	// twice, under two names, with and without Local.
 	Local bool `json:"local,omitempty"`
 	// Workspace says the tool reads or changes the worker's workspace
 	// (files, a shell). Where workers do not share one workspace, such a
