@@ -51,6 +51,9 @@ type flags struct {
 	dieWithParent bool
 	// mcpConfig names the MCP servers whose tools the worker offers.
 	mcpConfig string
+	// workerID and sharedWorkspace: see affinity.go.
+	workerID        string
+	sharedWorkspace bool
 	// metricsAddr is where /metrics is served; empty: nowhere.
 	metricsAddr string
 }
@@ -71,6 +74,8 @@ func main() {
 	flag.StringVar(&f.searchAttributes, "search-attributes", "auto", "keep Tollgate's search attributes current: auto (when the server has them), on, off")
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
 	flag.StringVar(&f.mcpConfig, "mcp", os.Getenv("TOLLGATE_MCP_CONFIG"), "MCP servers `file` (JSON) whose tools the worker offers as <server>.<tool> (TOLLGATE_MCP_CONFIG)")
+	flag.StringVar(&f.workerID, "worker-id", os.Getenv("TOLLGATE_WORKER_ID"), "this worker's `id`: its turns' file and shell calls run on task queue <task-queue>/ws/<id> (TOLLGATE_WORKER_ID; default host name and a hash of the workspace path)")
+	flag.BoolVar(&f.sharedWorkspace, "shared-workspace", envBool("TOLLGATE_SHARED_WORKSPACE"), "every worker sees the same workspace, so any worker runs file and shell calls (TOLLGATE_SHARED_WORKSPACE)")
 	flag.StringVar(&f.metricsAddr, "metrics", os.Getenv("TOLLGATE_METRICS_ADDR"), "serve Prometheus metrics at http://`host:port`/metrics, e.g. 127.0.0.1:9464 (TOLLGATE_METRICS_ADDR; off when empty)")
 	flag.Parse()
 
@@ -187,6 +192,11 @@ func run(f flags, logger *slog.Logger) error {
 		return err
 	}
 
+	stopWorkspace, err := startWorkspaceWorker(c, plugin, f, logger)
+	if err != nil {
+		return err
+	}
+	defer stopWorkspace()
 	w := worker.New(c, f.taskQueue, worker.Options{Plugins: []worker.Plugin{plugin}})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
