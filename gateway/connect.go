@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -297,11 +299,35 @@ func (s *Server) connectPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	nonce := newNonce()
-	render(w, http.StatusOK, "connect", nonce, connectPage{
+	p, _ := s.connectOpts().Providers.Get(claims.Provider)
+	var b bytes.Buffer
+	err := pages.ExecuteTemplate(&b, "connect", connectPage{
 		pageBase: pageBase{Title: "Connect " + claims.Provider, Nonce: nonce},
 		Turn:     claims.Turn, User: claims.User, Provider: claims.Provider, Card: card,
 		Action: connectPath + token, CSRF: s.csrfToken(sess),
 	})
+	if err != nil {
+		s.internal(w, r, "render the connect page", err)
+		return
+	}
+	// render's CSP, except that the form may lead to the provider: its
+	// POST answers with a redirect there, and browsers hold redirects of
+	// a form submission to form-action too.
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-"+nonce+"'; form-action 'self' "+origin(p.AuthCodeURL("", ""))+"; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b.Bytes())
+}
+
+// origin is scheme://host of u.
+func origin(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Scheme + "://" + p.Host
 }
 
 // connectStart is the connect page's POST: it starts the flow.

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway/links"
 )
 
@@ -97,6 +98,10 @@ func FromEnv(getenv func(string) string) (Options, error) {
 			return Options{}, fmt.Errorf("%s: %w", EnvLinkSecretFile, err)
 		}
 		if o.Links, err = links.NewSigner(key); err != nil {
+			return Options{}, fmt.Errorf("%s: %w", EnvLinkSecretFile, err)
+		}
+		// The same secret signs connect links, under its own label.
+		if o.Connect, err = oauth.NewSigner(key); err != nil {
 			return Options{}, fmt.Errorf("%s: %w", EnvLinkSecretFile, err)
 		}
 	}

@@ -32,6 +32,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway/links"
 	"github.com/tollgate-dev/tollgate/results"
 )
@@ -151,8 +152,13 @@ type Data struct {
 // Links are signed one-click decision URLs (see gateway/links): GET shows a
 // confirmation page, its POST applies the decision.
 type Links struct {
-	Approve string `json:"approve"`
-	Deny    string `json:"deny"`
+	Approve string `json:"approve,omitempty"`
+	Deny    string `json:"deny,omitempty"`
+	// Connect is set on call.waiting for a call waiting for a connection
+	// when the deliverer has a connect signer: the gateway page that
+	// starts the provider's OAuth flow (GET /v1/connect/{token}). It works
+	// only for the call's user, signed in to the gateway.
+	Connect string `json:"connect,omitempty"`
 }
 
 // Options configure a Deliverer.
@@ -167,6 +173,10 @@ type Options struct {
 	// GatewayURL is the base of the links: <GatewayURL>/v1/links/<token>.
 	// Required with Links.
 	GatewayURL string
+	// Connect signs the connect links of call.waiting events for calls
+	// waiting for a connection (see gateway's ConnectOptions); nil sends
+	// none. It needs GatewayURL.
+	Connect *oauth.Signer
 	// LinkTTL is how long a link works after its event; DefaultLinkTTL if zero.
 	LinkTTL time.Duration
 	// LinkBy is the principal link decisions are recorded as; DefaultLinkBy
@@ -186,6 +196,7 @@ type Deliverer struct {
 	signer    *standardwebhooks.Webhook
 	secret    []byte
 	links     *links.Signer
+	connect   *oauth.Signer
 	gateway   string
 	linkTTL   time.Duration
 	linkBy    string
@@ -217,6 +228,7 @@ func New(o Options) (*Deliverer, error) {
 	d := &Deliverer{
 		secret:  bytes.Clone(o.Secret),
 		links:   o.Links,
+		connect: o.Connect,
 		linkTTL: o.LinkTTL,
 		linkBy:  o.LinkBy,
 		timeout: o.Timeout,
@@ -237,7 +249,7 @@ func New(o Options) (*Deliverer, error) {
 		d.receivers = append(d.receivers, receiver{url: s, key: base64.RawURLEncoding.EncodeToString(sum[:12]), name: redact(u)})
 	}
 	d.signer, _ = standardwebhooks.NewWebhookRaw(d.secret) // never fails
-	if o.Links != nil {
+	if o.Links != nil || o.Connect != nil {
 		g, err := parseGateway(o.GatewayURL)
 		if err != nil {
 			return nil, fmt.Errorf("webhook: links need the gateway's URL: %w", err)
@@ -450,6 +462,16 @@ func (d *Deliverer) body(e Event) ([]byte, error) {
 			return nil, err
 		}
 		data.Links = l
+	}
+	if e.Type == TypeCallWaiting && e.Card.State == results.StateWaitingConnection && e.Card.Connection != nil && e.User != "" && d.connect != nil {
+		token, err := d.connect.Sign(oauth.KindConnect, oauth.Claims{
+			Turn: e.Turn, Call: e.Card.CallID, User: e.User, Provider: e.Card.Connection.Provider,
+			Expires: e.At.Add(d.linkTTL), ID: d.linkID(e.ID, "connect"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("signing the connect link: %w", err)
+		}
+		data.Links = &Links{Connect: d.gateway + "/v1/connect/" + token}
 	}
 	return json.Marshal(Payload{Type: e.Type, Timestamp: e.At.UTC(), Data: data})
 }
