@@ -16,6 +16,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/tollgate-dev/tollgate/activities/connections"
+	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
 	"github.com/tollgate-dev/tollgate/gateway/links"
@@ -33,7 +35,7 @@ type devGateway struct {
 	srv *http.Server
 }
 
-func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, logger *slog.Logger) (*devGateway, error) {
+func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, logger *slog.Logger, conns connections.Store, ps *oauth.Providers) (*devGateway, error) {
 	if err := gateway.CheckLoopback(addr); err != nil {
 		return nil, fmt.Errorf("the dev gateway serves anonymous requests, so it listens on loopback only: %w", err)
 	}
@@ -52,8 +54,12 @@ func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, lo
 	if err != nil {
 		return nil, err
 	}
+	connect, err := devConnect(dataDir, conns, ps)
+	if err != nil {
+		return nil, err
+	}
 	handler, err := gateway.New(gateway.Options{
-		Temporal: c, TaskQueue: taskQueue, Keys: keys, Links: signer, Dev: true, Addr: addr, Logger: logger,
+		Temporal: c, TaskQueue: taskQueue, Keys: keys, Links: signer, Dev: true, Addr: addr, Logger: logger, Connect: connect,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build the dev gateway: %w", err)

@@ -51,6 +51,8 @@ type flags struct {
 	dieWithParent bool
 	// mcpConfig names the MCP servers whose tools the worker offers.
 	mcpConfig string
+	// oauthProviders names the OAuth providers file.
+	oauthProviders string
 	// workerID and sharedWorkspace: see affinity.go.
 	workerID        string
 	sharedWorkspace bool
@@ -74,6 +76,7 @@ func main() {
 	flag.StringVar(&f.searchAttributes, "search-attributes", "auto", "keep Tollgate's search attributes current: auto (when the server has them), on, off")
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
 	flag.StringVar(&f.mcpConfig, "mcp", os.Getenv("TOLLGATE_MCP_CONFIG"), "MCP servers `file` (JSON) whose tools the worker offers as <server>.<tool> (TOLLGATE_MCP_CONFIG)")
+	flag.StringVar(&f.oauthProviders, "oauth-providers", os.Getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file` (JSON): tokens are refreshed before tools run, and with --dev the gateway runs the connect flow (TOLLGATE_OAUTH_PROVIDERS)")
 	flag.StringVar(&f.workerID, "worker-id", os.Getenv("TOLLGATE_WORKER_ID"), "this worker's `id`: its turns' file and shell calls run on task queue <task-queue>/ws/<id> (TOLLGATE_WORKER_ID; default host name and a hash of the workspace path)")
 	flag.BoolVar(&f.sharedWorkspace, "shared-workspace", envBool("TOLLGATE_SHARED_WORKSPACE"), "every worker sees the same workspace, so any worker runs file and shell calls (TOLLGATE_SHARED_WORKSPACE)")
 	flag.StringVar(&f.metricsAddr, "metrics", os.Getenv("TOLLGATE_METRICS_ADDR"), "serve Prometheus metrics at http://`host:port`/metrics, e.g. 127.0.0.1:9464 (TOLLGATE_METRICS_ADDR; off when empty)")
@@ -175,6 +178,10 @@ func run(f flags, logger *slog.Logger) error {
 			return err
 		}
 	}
+	conns, oauthProviders, err := openConnections(ctx, f, logger)
+	if err != nil {
+		return err
+	}
 	mcpTools, closeMCP, err := openMCP(ctx, f, mcpConfig, logger)
 	if err != nil {
 		return err
@@ -186,6 +193,7 @@ func run(f flags, logger *slog.Logger) error {
 		ShellEnv:         builtin.ParseShellEnv(os.Getenv("TOLLGATE_SHELL_ENV")),
 		SearchAttributes: useSearchAttributes(ctx, c, f, logger),
 		Webhooks:         hooks,
+		Connections:      conns,
 		Tools:            mcpTools,
 	})
 	if err != nil {
@@ -205,7 +213,7 @@ func run(f flags, logger *slog.Logger) error {
 
 	var gw *devGateway
 	if f.dev && f.gatewayAddr != "" {
-		if gw, err = startDevGateway(f.gatewayAddr, f.dataDir, c, f.taskQueue, logger); err != nil {
+		if gw, err = startDevGateway(f.gatewayAddr, f.dataDir, c, f.taskQueue, logger, conns, oauthProviders); err != nil {
 			return err
 		}
 		defer gw.Stop()

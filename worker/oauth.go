@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/tollgate-dev/tollgate/activities/connections"
+	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
+	"github.com/tollgate-dev/tollgate/gateway"
+	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+)
+
+// openConnections opens the connection store of the data directory and,
+// with --oauth-providers, wraps it so that expired OAuth tokens are
+// refreshed before a tool reads them. The providers are returned for the
+// dev gateway's connect flow.
+func openConnections(ctx context.Context, f flags, logger *slog.Logger) (connections.Store, *oauth.Providers, error) {
+	base, err := connections.NewFileStore(datadir.Connections(f.dataDir))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the connections store: %w", err)
+	}
+	if f.oauthProviders == "" {
+		return base, nil, nil
+	}
+	ps, err := oauth.LoadConfig(ctx, f.oauthProviders, oauth.LoadOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	logger.Info("OAuth providers ready", "config", f.oauthProviders, "providers", ps.IDs())
+	s := oauth.NewStore(base, ps)
+	s.Logger = logger
+	return s, ps, nil
+}
+
+// devConnect is the dev gateway's OAuth configuration: the providers, the
+// store the worker's tools read, and connect links signed with the link
+// secret devLinkSigner keeps (made before this runs).
+func devConnect(dataDir string, store connections.Store, ps *oauth.Providers) (*gateway.ConnectOptions, error) {
+	if ps == nil {
+		return nil, nil
+	}
+	path := os.Getenv("TOLLGATE_LINK_SECRET_FILE")
+	if path == "" {
+		path = filepath.Join(dataDir, "link.secret")
+	}
+	secret, err := links.LoadSecret(path)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := oauth.NewSigner(secret)
+	if err != nil {
+		return nil, err
+	}
+	return &gateway.ConnectOptions{Providers: ps, Store: store, Signer: signer}, nil
+}
