@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
 	"github.com/tollgate-dev/tollgate/gateway/links"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/internal/telemetry"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -168,6 +169,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		}
 		opts.SessionSecret = secret
 	}
+	// Traces (OTEL_* variables) start before the client, so its calls carry them.
+	tracing, err := telemetry.StartTracing(ctx, "tollgate-gateway")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tracing.Shutdown(context.Background()) }()
 	c, err := clientconfig.Dial(ctx, clientconfig.Options{DataDir: f.dataDir, Profile: f.profile, Address: f.address, Namespace: f.namespace, Logger: quiet(logger)})
 	if err != nil {
 		return err
