@@ -32,7 +32,7 @@ func newActivities(cfg Options) (*activities.Activities, error) {
 	}
 	conns := cfg.Connections
 	if conns == nil {
-		if conns, err = connections.NewFileStore(datadir.Connections(cfg.DataDir)); err != nil {
+		if conns, err = connections.NewFileStoreWith(datadir.Connections(cfg.DataDir), connections.FileStoreOptions{Sealer: connectionSealer(cfg.Codec)}); err != nil {
 			return nil, fmt.Errorf("open connections store: %w", err)
 		}
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/metrics"
+	"github.com/tollgate-dev/tollgate/storage/codec"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -96,6 +97,15 @@ type Options struct {
 	// Webhooks, with receiver URLs, has turns announce waits, decisions
 	// and their end to them (see webhook.FromEnv).
 	Webhooks webhook.Options
+
+	// Codec encrypts with AES-256-GCM what turns leave behind: payloads
+	// in history and the payload store, transcripts, stored tool outputs
+	// and connection tokens (see storage/codec). Nil reads the keys file
+	// TOLLGATE_CODEC_KEYS_FILE names; with that unset too, nothing is
+	// encrypted. Every client, worker and replayer of the same turns
+	// needs the same keys: the plugin sets them on the clients and
+	// replayers it configures.
+	Codec *codec.Keyring
 }
 
 // features are what the options offer workflows.
@@ -123,6 +133,8 @@ type Plugin struct {
 	// webhooks delivers webhook events; nil without receivers.
 	webhooks *webhook.Deliverer
 	storage  converter.ExternalStorage
+	// codec encrypts payloads; nil when encryption is off.
+	codec *codec.Keyring
 	// registered holds the instance keys of the workers and replayers the
 	// plugin has registered on: a replayer runs the plugin before every
 	// history, and registering twice panics.
@@ -145,11 +157,16 @@ type Registry interface {
 // directory. Its errors say which option is wrong.
 func NewPlugin(opts Options) (*Plugin, error) {
 	opts = opts.withDefaults()
+	keys, err := keysFor(opts.Codec)
+	if err != nil {
+		return nil, err
+	}
+	opts.Codec = keys
 	acts, err := newActivities(opts)
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPlugin(opts.DataDir, acts)
+	p, err := newPlugin(opts.DataDir, acts, opts.Codec)
 	if err != nil {
 		return nil, err
 	}
@@ -166,28 +183,41 @@ func NewPlugin(opts Options) (*Plugin, error) {
 // replays turns but runs none: it sets the payload storage of dataDir
 // (empty means TOLLGATE_DATA or ".tollgate") on clients and replayers, and
 // registers AgentTurn on replayers. Workers made from its client get
-// nothing from it.
+// nothing from it. Payloads are encrypted with the keys
+// TOLLGATE_CODEC_KEYS_FILE names, if set.
 func NewClientPlugin(dataDir string) (*Plugin, error) {
+	keys, err := keysFor(nil)
+	if err != nil {
+		return nil, err
+	}
+	return NewClientPluginWith(dataDir, keys)
+}
+
+// NewClientPluginWith is NewClientPlugin with the payload codec's keys
+// given; nil encrypts nothing.
+func NewClientPluginWith(dataDir string, keys *codec.Keyring) (*Plugin, error) {
 	if dataDir == "" {
 		dataDir = datadir.FromEnv(os.Getenv)
 	}
-	return newPlugin(dataDir, nil)
+	return newPlugin(dataDir, nil, keys)
 }
 
-func newPlugin(dataDir string, acts *activities.Activities) (*Plugin, error) {
+func newPlugin(dataDir string, acts *activities.Activities, keys *codec.Keyring) (*Plugin, error) {
 	storage, err := payloadstore.ExternalStorage(datadir.Payloads(dataDir))
 	if err != nil {
 		return nil, fmt.Errorf("tollgate: open the payload store in %s: %w", dataDir, err)
 	}
-	p := &Plugin{acts: acts, storage: storage}
+	p := &Plugin{acts: acts, storage: storage, codec: keys}
 	p.SimplePlugin, err = temporal.NewSimplePlugin(temporal.SimplePluginOptions{
 		Name: PluginName,
 		ConfigureClient: func(_ context.Context, o client.PluginConfigureClientOptions) error {
 			o.ClientOptions.ExternalStorage = metrics.CountStorage(p.storage, o.ClientOptions.MetricsHandler)
+			o.ClientOptions.DataConverter = p.withCodec(o.ClientOptions.DataConverter)
 			return nil
 		},
 		ConfigureWorkflowReplayer: func(_ context.Context, o worker.PluginConfigureWorkflowReplayerOptions) error {
 			o.WorkflowReplayerOptions.ExternalStorage = p.storage
+			o.WorkflowReplayerOptions.DataConverter = p.withCodec(o.WorkflowReplayerOptions.DataConverter)
 			return nil
 		},
 		RunContextBefore: func(_ context.Context, o temporal.SimplePluginRunContextBeforeOptions) error {

@@ -59,6 +59,10 @@ func ClientOptions(o Options) (client.Options, error) {
 		return client.Options{}, err
 	}
 	opts.ExternalStorage = metrics.CountStorage(ext, o.MetricsHandler)
+	// Encrypted with the keys TOLLGATE_CODEC_KEYS_FILE names, if set.
+	if opts.DataConverter, err = DataConverter(); err != nil {
+		return client.Options{}, err
+	}
 	if o.MetricsHandler != nil {
 		opts.MetricsHandler = o.MetricsHandler
 	}
