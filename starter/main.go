@@ -40,9 +40,7 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	flush := startTracing(ctx, os.Stderr)
 	code := runCLI(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	flush()
 	stop()
 	os.Exit(code)
 }
@@ -132,6 +130,8 @@ var verbs = []verb{
 		"starter connected tollgate-3f2a9c01 call_list_issues", (*cli).cmdConnected},
 	{"connect", "PROVIDER [--user U] [--token-env VAR]", "store an account token for a provider in the data directory (dev; the token is read from stdin)",
 		"GITHUB_TOKEN=... starter connect github --token-env GITHUB_TOKEN", (*cli).cmdConnect},
+	{"disconnect", "PROVIDER [--user U] [--oauth-providers FILE]", "forget a user's connection in the data directory, revoking an OAuth token at its provider",
+		"starter disconnect github", (*cli).cmdDisconnect},
 	{"cancel", "ID [CALL]", "with CALL, end that call's wait; without, cancel the whole turn",
 		"starter cancel tollgate-3f2a9c01", (*cli).cmdCancel},
 	{"raw", "ID CALL", "print a call's whole output, which the card may only reference when it is large",
