@@ -40,7 +40,9 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	flush := startTracing(ctx, os.Stderr)
 	code := runCLI(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	flush()
 	stop()
 	os.Exit(code)
 }
