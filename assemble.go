@@ -15,14 +15,16 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/activities/transcript"
+	"github.com/tollgate-dev/tollgate/storage/blobstore"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
 // newActivities builds the activities and the stores they use, from
-// options with their defaults filled in.
-func newActivities(cfg Options) (*activities.Activities, error) {
+// options with their defaults filled in; transcripts and large tool
+// outputs go to blobs.
+func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities, error) {
 	if err := builtin.CheckApart(cfg.DataDir, cfg.Workspace); err != nil {
 		return nil, fmt.Errorf("tollgate: %w", err)
 	}
@@ -54,14 +56,8 @@ func newActivities(cfg Options) (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
-	transcripts, err := transcript.NewStore(datadir.Transcripts(cfg.DataDir))
-	if err != nil {
-		return nil, err
-	}
-	outputs, err := payloadstore.New(datadir.Payloads(cfg.DataDir))
-	if err != nil {
-		return nil, err
-	}
+	transcripts := transcript.New(blobs)
+	outputs := payloadstore.NewDriver(blobs)
 	return &activities.Activities{
 		Tools:       registry,
 		Models:      router,

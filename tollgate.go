@@ -36,6 +36,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/metrics"
+	"github.com/tollgate-dev/tollgate/storage/blobstore"
 	"github.com/tollgate-dev/tollgate/storage/codec"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
@@ -57,10 +58,17 @@ type Provider = model.Provider
 // providers.LoadConfigFromEnv), data in ".tollgate" and the workspace in
 // "workspace".
 type Options struct {
-	// DataDir holds stored payloads, transcripts, large tool outputs and
-	// connection tokens; it must not overlap the workspace. Clients and
-	// replayers that read a worker's turns need the same directory.
+	// DataDir holds connection tokens and, unless BlobURL says otherwise,
+	// stored payloads, transcripts and large tool outputs; it must not
+	// overlap the workspace. Clients and replayers that read a worker's
+	// turns need the same directory, or the same BlobURL.
 	DataDir string
+	// BlobURL chooses where stored payloads, large tool outputs and
+	// transcripts live (file://, s3://, gs://, azblob://; see
+	// storage/blobstore). Empty means TOLLGATE_BLOB_URL, then DataDir.
+	// Every worker, client and replayer of a deployment needs the same
+	// one. Connection tokens never go there: they stay in DataDir.
+	BlobURL string
 	// Workspace confines the file and shell tools.
 	Workspace string
 
@@ -117,6 +125,9 @@ func (o Options) withDefaults() Options {
 	if o.DataDir == "" {
 		o.DataDir = datadir.Default
 	}
+	if o.BlobURL == "" {
+		o.BlobURL = blobstore.URLFromEnv(os.Getenv)
+	}
 	if o.Workspace == "" {
 		o.Workspace = "workspace"
 	}
@@ -162,11 +173,15 @@ func NewPlugin(opts Options) (*Plugin, error) {
 		return nil, err
 	}
 	opts.Codec = keys
-	acts, err := newActivities(opts)
+	blobs, err := openBlobs(opts.BlobURL, opts.DataDir, opts.Codec)
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPlugin(opts.DataDir, acts, opts.Codec)
+	acts, err := newActivities(opts, blobs)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPlugin(blobs, acts, opts.Codec)
 	if err != nil {
 		return nil, err
 	}
@@ -180,11 +195,12 @@ func NewPlugin(opts Options) (*Plugin, error) {
 }
 
 // NewClientPlugin is the plugin for a program that starts, answers or
-// replays turns but runs none: it sets the payload storage of dataDir
-// (empty means TOLLGATE_DATA or ".tollgate") on clients and replayers, and
-// registers AgentTurn on replayers. Workers made from its client get
-// nothing from it. Payloads are encrypted with the keys
-// TOLLGATE_CODEC_KEYS_FILE names, if set.
+// replays turns but runs none: it sets the payload storage of the blob
+// store TOLLGATE_BLOB_URL names, or else of dataDir (empty means
+// TOLLGATE_DATA or ".tollgate"), on clients and replayers, and registers
+// AgentTurn on replayers. Workers made from its client get nothing from
+// it. Payloads are encrypted with the keys TOLLGATE_CODEC_KEYS_FILE
+// names, if set.
 func NewClientPlugin(dataDir string) (*Plugin, error) {
 	keys, err := keysFor(nil)
 	if err != nil {
@@ -199,15 +215,31 @@ func NewClientPluginWith(dataDir string, keys *codec.Keyring) (*Plugin, error) {
 	if dataDir == "" {
 		dataDir = datadir.FromEnv(os.Getenv)
 	}
-	return newPlugin(dataDir, nil, keys)
+	blobs, err := openBlobs(blobstore.URLFromEnv(os.Getenv), dataDir, keys)
+	if err != nil {
+		return nil, err
+	}
+	return newPlugin(blobs, nil, keys)
 }
 
-func newPlugin(dataDir string, acts *activities.Activities, keys *codec.Keyring) (*Plugin, error) {
-	storage, err := payloadstore.ExternalStorage(datadir.Payloads(dataDir))
-	if err != nil {
-		return nil, fmt.Errorf("tollgate: open the payload store in %s: %w", dataDir, err)
+// openBlobs opens the blob store url names, or the one in dataDir; with
+// keys, what it stores is sealed.
+func openBlobs(url, dataDir string, keys *codec.Keyring) (*blobstore.Store, error) {
+	o := blobstore.Options{URL: url, DataDir: dataDir}
+	if keys != nil {
+		o.Sealer = keys
 	}
+	blobs, err := blobstore.Open(context.Background(), o)
+	if err != nil {
+		return nil, fmt.Errorf("tollgate: open the payload store: %w", err)
+	}
+	return blobs, nil
+}
+
+func newPlugin(blobs *blobstore.Store, acts *activities.Activities, keys *codec.Keyring) (*Plugin, error) {
+	storage := payloadstore.NewDriver(blobs).Storage()
 	p := &Plugin{acts: acts, storage: storage, codec: keys}
+	var err error
 	p.SimplePlugin, err = temporal.NewSimplePlugin(temporal.SimplePluginOptions{
 		Name: PluginName,
 		ConfigureClient: func(_ context.Context, o client.PluginConfigureClientOptions) error {

@@ -27,6 +27,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tollgate-dev/tollgate/storage/blobstore"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -38,6 +39,9 @@ type Options struct {
 	// the history refers to (externally stored ones are only references in
 	// the history). Empty means TOLLGATE_DATA or the default.
 	DataDir string
+	// BlobURL is the blob store the workers keep payloads in; empty means
+	// TOLLGATE_BLOB_URL, then DataDir's store.
+	BlobURL string
 	// Logger receives the replayer's own logs; nil discards them.
 	Logger log.Logger
 	// Codec decrypts an encrypted history's payloads (a *codec.Keyring);
@@ -129,11 +133,16 @@ func History(h *historypb.History, opts Options) error {
 	if dataDir == "" {
 		dataDir = datadir.FromEnv(os.Getenv)
 	}
-	storage, err := payloadstore.ExternalStorage(datadir.Payloads(dataDir))
-	if err != nil {
-		return fmt.Errorf("open the payload store in %s: %w", dataDir, err)
+	blobURL := opts.BlobURL
+	if blobURL == "" {
+		blobURL = blobstore.URLFromEnv(os.Getenv)
 	}
-	ro := worker.WorkflowReplayerOptions{ExternalStorage: storage}
+	blobs, err := blobstore.Open(context.Background(), blobstore.Options{URL: blobURL, DataDir: dataDir})
+	if err != nil {
+		return fmt.Errorf("open the payload store: %w", err)
+	}
+	defer blobs.Close()
+	ro := worker.WorkflowReplayerOptions{ExternalStorage: payloadstore.NewDriver(blobs).Storage()}
 	if err := withCodec(&ro, h, opts); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/blobstore"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 )
@@ -59,6 +60,13 @@ func (c *cli) cmdRaw(ctx context.Context, args []string) error {
 // nothing was cut) the text the model saw.
 func (c *cli) rawOutput(out results.Success) (string, error) {
 	switch {
+	case out.RawRef != "" && blobstore.URLFromEnv(c.getenv) != "":
+		blobs, err := blobstore.Open(context.Background(), blobstore.Options{URL: blobstore.URLFromEnv(c.getenv)})
+		if err != nil {
+			return "", err
+		}
+		defer blobs.Close()
+		return payloadstore.NewDriver(blobs).GetRawContext(context.Background(), out.RawRef)
 	case out.RawRef != "":
 		dir := datadir.Payloads(c.g.dataDir)
 		// Opening the store would create it; a reader must not.
