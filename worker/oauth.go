@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/storage/codec"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 )
 
@@ -19,7 +20,17 @@ import (
 // refreshed before a tool reads them. The providers are returned for the
 // dev gateway's connect flow.
 func openConnections(ctx context.Context, f flags, logger *slog.Logger) (connections.Store, *oauth.Providers, error) {
-	base, err := connections.NewFileStore(datadir.Connections(f.dataDir))
+	// With the payload codec's keys (TOLLGATE_CODEC_KEYS_FILE), tokens
+	// are sealed at rest with them too.
+	keys, err := codec.FromEnv(os.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	var opts connections.FileStoreOptions
+	if keys != nil {
+		opts.Sealer = keys
+	}
+	base, err := connections.NewFileStoreWith(datadir.Connections(f.dataDir), opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the connections store: %w", err)
 	}
