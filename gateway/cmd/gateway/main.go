@@ -102,6 +102,7 @@ type serveFlags struct {
 	listen                      string
 	keys                        string
 	linkSecret, sessionSecret   string
+	oauthProviders              string
 	tlsCert, tlsKey             string
 	dev                         bool
 	respondTimeout              time.Duration
@@ -120,6 +121,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	fs.StringVar(&f.listen, "listen", or(getenv("TOLLGATE_GATEWAY_LISTEN"), "127.0.0.1:8080"), "`address` to serve on (TOLLGATE_GATEWAY_LISTEN)")
 	fs.StringVar(&f.keys, "keys", getenv("TOLLGATE_GATEWAY_KEYS"), "API keys `file` (TOLLGATE_GATEWAY_KEYS); see `gateway keys add`")
 	fs.StringVar(&f.linkSecret, "link-secret-file", getenv("TOLLGATE_LINK_SECRET_FILE"), "`file` with the secret one-click links are signed with; unset turns /v1/links off (TOLLGATE_LINK_SECRET_FILE)")
+	fs.StringVar(&f.oauthProviders, "oauth-providers", getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file`: turns on the connect flow (/v1/connect, /v1/oauth/callback, DELETE /v1/connections); needs --link-secret-file and the workers' --data (TOLLGATE_OAUTH_PROVIDERS)")
 	fs.StringVar(&f.sessionSecret, "session-secret-file", getenv("TOLLGATE_GATEWAY_SESSION_SECRET_FILE"), "`file` with the secret inbox sessions are signed with; unset generates one per process, so a restart signs everyone out (TOLLGATE_GATEWAY_SESSION_SECRET_FILE)")
 	fs.StringVar(&f.tlsCert, "tls-cert", getenv("TOLLGATE_GATEWAY_TLS_CERT"), "serve HTTPS with this certificate `file` (TOLLGATE_GATEWAY_TLS_CERT)")
 	fs.StringVar(&f.tlsKey, "tls-key", getenv("TOLLGATE_GATEWAY_TLS_KEY"), "and this key `file` (TOLLGATE_GATEWAY_TLS_KEY)")
@@ -162,6 +164,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 			return err
 		}
 	}
+	connect, err := connectOptions(ctx, f.oauthProviders, f.linkSecret, f.dataDir, getenv)
+	if err != nil {
+		return err
+	}
+	opts.Connect = connect
 	if f.sessionSecret != "" {
 		secret, err := links.LoadSecret(f.sessionSecret)
 		if err != nil {
