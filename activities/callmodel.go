@@ -75,7 +75,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 		}
 		return CallModelResult{}, classify(err)
 	}
-	history, err := a.Transcripts.Load(in.Transcript)
+	history, err := a.Transcripts.LoadContext(ctx, in.Transcript)
 	if errors.Is(err, transcript.ErrMissing) || errors.Is(err, transcript.ErrCorrupt) {
 		countTranscriptMiss(ctx, err)
 		activity.GetLogger(ctx).Warn("Stored conversation unusable; the workflow will resend it", "turn", in.TurnID, "error", err)
@@ -101,7 +101,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 	}
 	resp.Message.Role = results.RoleAssistant
 	added := append(append([]results.Message(nil), in.Messages...), resp.Message)
-	head, err := a.Transcripts.Append(in.Transcript, added)
+	head, err := a.Transcripts.AppendContext(ctx, in.Transcript, added)
 	if err != nil {
 		// The error names the chunk's path and the OS error, never the
 		// messages, so it is safe to log.
