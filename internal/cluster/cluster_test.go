@@ -302,7 +302,7 @@ func TestCluster(t *testing.T) {
 				require.NotEmpty(t, cardOf(t, final[id], call).Output.RawRef, "%s: the raw output of big_raw is kept in the output store", id)
 			}
 			for _, name := range []string{"a", "b"} {
-				out := run(t, ctx, starterEnv(workers[name]), starter, "raw", id, call)
+				out := output(t, ctx, starterEnv(workers[name]), starter, "raw", id, call)
 				require.Equal(t, want, Digest(out), "%s %s read from worker %s's side", id, call, name)
 				reads++
 				if writer[tool+" "+id] != name {

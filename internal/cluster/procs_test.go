@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -59,6 +60,28 @@ func freePorts(t *testing.T, n int) []int {
 	for _, l := range ls {
 		l.Close()
 	}
+	return ports
+}
+
+// lowPorts returns n free loopback ports below 32768: the Temporal
+// server keeps its membership ports in a smallint column, and the ports
+// the kernel hands out for :0 are above that.
+func lowPorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for p := 20000 + rand.IntN(10000); len(ports) < n && p < 32768; p++ {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ls = append(ls, l)
+		ports = append(ports, p)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	require.Len(t, ports, n, "free ports below 32768")
 	return ports
 }
 
@@ -164,6 +187,19 @@ func run(t *testing.T, ctx context.Context, env []string, bin string, args ...st
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s %s:\n%s", bin, strings.Join(args, " "), out)
+	return string(out)
+}
+
+// output runs a command to completion and returns its standard output
+// alone, failing the test with its standard error.
+func output(t *testing.T, ctx context.Context, env []string, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s %s:\n%s", bin, strings.Join(args, " "), stderr.String())
 	return string(out)
 }
 
@@ -274,7 +310,7 @@ type temporalServer struct {
 }
 
 func newTemporalServer(t *testing.T, logDir, bin, moduleDir string, pg *postgres, dynamicConfig string) *temporalServer {
-	ports := freePorts(t, 9)
+	ports := lowPorts(t, 9)
 	s := &temporalServer{
 		t: t, logDir: logDir, bin: bin,
 		config:  filepath.Join(moduleDir, "config", "docker.yaml"),
