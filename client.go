@@ -23,6 +23,13 @@ type Client struct {
 	Temporal client.Client
 	// TaskQueue is where Start starts turns; empty means DefaultTaskQueue.
 	TaskQueue string
+	// EagerStart asks the server to hand a started turn's (or session's)
+	// first workflow task straight back in the start response, skipping
+	// a trip through matching. It takes effect only when a worker built
+	// on this same Temporal client polls TaskQueue in this process (an
+	// embedding program, the dev gateway of `worker --dev`) and has a
+	// free slot; otherwise the start is an ordinary one.
+	EagerStart bool
 }
 
 // RejectedError is a response the turn refused: the validator's sentence
@@ -46,7 +53,7 @@ func (c Client) Start(ctx context.Context, id string, in workflows.Input) (clien
 		tq = DefaultTaskQueue
 	}
 	summary, details := workflows.StartSummary(in)
-	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq, StaticSummary: summary, StaticDetails: details}, workflows.WorkflowName, in)
+	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq, StaticSummary: summary, StaticDetails: details, EnableEagerStart: c.EagerStart}, workflows.WorkflowName, in)
 	if err != nil {
 		return nil, fmt.Errorf("start turn %s: %w", id, err)
 	}

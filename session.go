@@ -28,7 +28,7 @@ func (c Client) StartSession(ctx context.Context, id string, in workflows.Sessio
 		summary += " with " + in.Turn.User
 	}
 	_, details := workflows.StartSummary(in.Turn)
-	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq, StaticSummary: summary, StaticDetails: details},
+	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq, StaticSummary: summary, StaticDetails: details, EnableEagerStart: c.EagerStart},
 		workflows.SessionWorkflowName, in)
 	if err != nil {
 		return nil, fmt.Errorf("start session %s: %w", id, err)

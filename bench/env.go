@@ -69,6 +69,9 @@ type Env struct {
 	// Stamps records when respond updates were accepted and when
 	// activities started, keyed by workflow id.
 	Stamps *Stamps
+	// Profiles, when set, is a directory for the subprocess workers' CPU
+	// and heap profiles (benchmark 3) and benchmark 1's CPU profile.
+	Profiles string
 
 	ownDir  bool
 	workers []worker.Worker

@@ -33,6 +33,9 @@ const (
 	envData    = "TOLLGATE_BENCH_DATA"
 	envQueue   = "TOLLGATE_BENCH_QUEUE"
 	envCache   = "TOLLGATE_BENCH_CACHE"
+	// envProfiles says the driver will ask for heap profiles: sample
+	// every 4 KiB allocated instead of every 512 KiB.
+	envProfiles = "TOLLGATE_BENCH_PROFILES"
 
 	sideTollgate = "tollgate"
 	sideBare     = "bare"
@@ -63,6 +66,9 @@ func runWorker(side string) error {
 		return fmt.Errorf("%s: %w", envCache, err)
 	}
 	worker.SetStickyWorkflowCacheSize(cache)
+	if os.Getenv(envProfiles) != "" {
+		runtime.MemProfileRate = 4096
+	}
 	dataDir := os.Getenv(envData)
 	c, err := Dial(os.Getenv(envAddress), dataDir)
 	if err != nil {
@@ -95,15 +101,25 @@ func runWorker(side string) error {
 	defer w.Stop()
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		if in.Text() != "stats" {
+		cmd, arg, _ := strings.Cut(in.Text(), " ")
+		var reply string
+		switch cmd {
+		case "stats":
+			data, err := json.Marshal(readMem())
+			if err != nil {
+				return err
+			}
+			reply = "mem " + string(data)
+		case "heap", "cpu", "cpustop":
+			reply = "done"
+			if err := profileCommand(cmd, arg); err != nil {
+				reply = "done " + err.Error()
+			}
+		default:
 			continue
 		}
-		data, err := json.Marshal(readMem())
-		if err != nil {
-			return err
-		}
 		out.Lock()
-		fmt.Println("mem " + string(data))
+		fmt.Println(reply)
 		out.Unlock()
 	}
 	return nil
@@ -226,25 +242,32 @@ func startSubprocess(env []string, stderr io.Writer, onLine func(string)) (*subp
 // workerProc is a running subprocess worker.
 type workerProc struct {
 	*subprocess
-	mems chan string
+	mems, acks chan string
+	// profiles, when set, is the directory its profiles are written to.
+	profiles string
 }
 
-func startWorkerProc(side, address, dataDir, queue string, cache int, stamps *Stamps) (*workerProc, error) {
-	p := &workerProc{mems: make(chan string, 1)}
+func startWorkerProc(side, address, dataDir, queue string, cache int, stamps *Stamps, profiles string) (*workerProc, error) {
+	p := &workerProc{mems: make(chan string, 1), acks: make(chan string, 1), profiles: profiles}
 	env := []string{envWorker + "=" + side, envAddress + "=" + address, envData + "=" + dataDir,
 		envQueue + "=" + queue, envCache + "=" + strconv.Itoa(cache)}
+	if profiles != "" {
+		env = append(env, envProfiles+"=1")
+	}
 	var err error
 	p.subprocess, err = startSubprocess(env, os.Stderr, func(line string) {
 		if key, ok := strings.CutPrefix(line, "stamp "); ok {
 			stamps.fire(key, time.Now())
 		} else if mem, ok := strings.CutPrefix(line, "mem "); ok {
 			p.mems <- mem
+		} else if line == "done" || strings.HasPrefix(line, "done ") {
+			p.acks <- strings.TrimPrefix(strings.TrimPrefix(line, "done"), " ")
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench worker %s: %w", side, err)
 	}
-	go func() { <-p.closed; close(p.mems) }()
+	go func() { <-p.closed; close(p.mems); close(p.acks) }()
 	return p, nil
 }
 
@@ -290,7 +313,7 @@ type Parked struct {
 // checkpoint, then approves them all and times the drain.
 func (e *Env) ParkedTurns(ctx context.Context, side string, total, cache int, checkpoints []int) (*Parked, error) {
 	queue := "bench-parked-" + side
-	p, err := startWorkerProc(side, e.Server.Address(), e.DataDir, queue, cache, e.Stamps)
+	p, err := startWorkerProc(side, e.Server.Address(), e.DataDir, queue, cache, e.Stamps, e.Profiles)
 	if err != nil {
 		return nil, err
 	}
@@ -342,11 +365,17 @@ func (e *Env) ParkedTurns(ctx context.Context, side string, total, cache int, ch
 	if err != nil {
 		return nil, err
 	}
+	if err := p.profile("cpu", "cpu-drain-"+side+".pb.gz"); err != nil {
+		return nil, err
+	}
 	t1 := time.Now()
 	if err := Pool(ctx, 50, len(ids), func(ctx context.Context, i int) error { return approve(ctx, ids[i]) }); err != nil {
 		return nil, err
 	}
 	r.Drain = time.Since(t1)
+	if err := p.profile("cpustop", ""); err != nil {
+		return nil, err
+	}
 	if r.After, err = p.mem(); err != nil {
 		return nil, err
 	}
@@ -362,6 +391,11 @@ func (r *Parked) park(ctx context.Context, e *Env, p *workerProc, total int, che
 		return nil, err
 	}
 	r.Counts, r.Points = append(r.Counts, 0), append(r.Points, m)
+	// Heap profiles before and with a full cache: `go tool pprof -base`
+	// shows what the cached workflows hold.
+	if err := p.profile("heap", "heap-"+prefix+"-0.pb.gz"); err != nil {
+		return nil, err
+	}
 	ids := make([]string, 0, total)
 	for _, cp := range checkpoints {
 		if cp > total {
@@ -384,6 +418,11 @@ func (r *Parked) park(ctx context.Context, e *Env, p *workerProc, total int, che
 			return nil, err
 		}
 		r.Counts, r.Points = append(r.Counts, cp), append(r.Points, m)
+		if cp == r.Cache {
+			if err := p.profile("heap", fmt.Sprintf("heap-%s-%d.pb.gz", prefix, cp)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return ids, nil
 }

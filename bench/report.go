@@ -45,6 +45,8 @@ type measurements struct {
 	InFlight int
 
 	ToolCalls *ToolCalls
+	// Eager is row 2d; nil when not run.
+	Eager *EagerStart
 	// Tmpfs is benchmark 1 again with the data directory on tmpfs; nil
 	// without /dev/shm.
 	Tmpfs      *ToolCalls
@@ -106,9 +108,12 @@ type report struct {
 	Elapsed                time.Duration
 	Repolls                int64
 
-	Calls      *callsReport
-	Tmpfs      *tmpfsReport
-	Resume     *resumeReport
+	Calls  *callsReport
+	Tmpfs  *tmpfsReport
+	Resume *resumeReport
+	Eager  *eagerReport
+	// Profile is benchmark 1's CPU profile; nil when not taken.
+	Profile    *profileReport
 	Parked     *parkedReport
 	Throughput *throughputReport
 	History    *historyReport
@@ -129,7 +134,10 @@ func newReport(m *measurements) *report {
 	}
 	if m.ToolCalls != nil {
 		r.Calls = newCallsReport(m.ToolCalls)
-		r.Missed = r.Missed || !r.Calls.MetN || !r.Calls.MetLoop
+		r.Missed = r.Missed || (r.Calls.LocalOK && !r.Calls.MetLocal) || !r.Calls.MetLoop
+		if p := m.ToolCalls.Profile; p != nil {
+			r.Profile = newProfileReport(p, m.ToolCalls)
+		}
 		if m.Tmpfs != nil {
 			r.Tmpfs = newTmpfsReport(m.Tmpfs, m.ToolCalls)
 		}
@@ -141,13 +149,16 @@ func newReport(m *measurements) *report {
 		r.Resume = newResumeReport(m.Resume)
 		r.Missed = r.Missed || !r.Resume.Met50 || !r.Resume.Met99
 	}
+	if m.Eager != nil {
+		r.Eager = newEagerReport(m.Eager)
+	}
 	if m.Parked[0] != nil && m.Parked[1] != nil {
 		r.Parked = newParkedReport(m.Parked[0], m.Parked[1])
-		r.Missed = r.Missed || !r.Parked.Flat
+		r.Missed = r.Missed || !r.Parked.Flat || !r.Parked.MetHeap || !r.Parked.MetDrain
 	}
 	if m.Throughput != nil {
-		r.Throughput = newThroughputReport(m.Throughput)
-		r.Missed = r.Missed || !r.Throughput.MetN || !r.Throughput.MetLoop
+		r.Throughput = newThroughputReport(m.Throughput, m.ToolCalls)
+		r.Missed = r.Missed || (r.Throughput.LocalOK && !r.Throughput.MetLocal) || !r.Throughput.MetLoop
 		if m.Configs != nil {
 			r.Configs = newConfigsReport(m, m.Throughput)
 		}
@@ -171,23 +182,40 @@ func newReport(m *measurements) *report {
 	return r
 }
 
-// callsReport is benchmark 1 (rows 1a, 1b).
+// The goals' thresholds (their wording is in results.md.tmpl).
+const (
+	// LocalCallGoal bounds 1a, a call with local tools against a bare
+	// workflow's activity; LoopCallGoal 1b, a call with activity tools
+	// against the bare loop's.
+	LocalCallGoal, LoopCallGoal = 1.25, 1.05
+	// ThroughputGoal is the least ratio of 4a and 4b, DrainGoal of 3d.
+	ThroughputGoal, DrainGoal = 0.8, 0.8
+	// HeapGoal bounds 3a, a cached parked turn's heap against bare's.
+	HeapGoal = 1.5
+)
+
+// callsReport is benchmark 1 (rows 1a, 1b, 1d).
 type callsReport struct {
 	*ToolCalls
 	// Medians per call and per whole turn.
-	PerCall, PerCallBareN, PerCallLoop time.Duration
-	Turn, TurnBareN, TurnLoop          time.Duration
-	// Extra is what a call costs over a bare workflow's activity.
-	Extra             time.Duration
-	RatioN, RatioLoop float64
-	// RepRatios are the per-repetition ratios against the bare loop.
-	RepRatios     []float64
-	MetN, MetLoop bool
-	// Per Tollgate turn, measured; and by construction: a turn's model
-	// calls (N+1), the bare loop's activities (2N+1), the bare
-	// workflow's workflow tasks (N+1).
-	Activities, WFTs                     int
-	ModelCalls, LoopActivities, BareWFTs int
+	PerCall, PerCallLocal, PerCallBareN, PerCallLoop time.Duration
+	Turn, TurnLocal, TurnBareN, TurnLoop             time.Duration
+	// Extra is what a call costs over a bare workflow's activity, with
+	// activity tools; LocalExtra with local tools.
+	Extra, LocalExtra             time.Duration
+	RatioN, RatioLocal, RatioLoop float64
+	// RepRatios are the per-repetition ratios against the bare loop,
+	// LocalRepRatios those of local tools against the bare workflow.
+	RepRatios, LocalRepRatios []float64
+	// LocalOK says the local-tool turns ran their tools locally (else
+	// 1a is not available).
+	LocalOK           bool
+	MetLocal, MetLoop bool
+	// Per Tollgate turn, measured (activity tools; local tools); and by
+	// construction: a turn's model calls (N+1), the bare loop's
+	// activities (2N+1), the bare workflow's workflow tasks (N+1).
+	Activities, WFTs, LocalActivities, LocalWFTs int
+	ModelCalls, LoopActivities, BareWFTs         int
 }
 
 func newCallsReport(tc *ToolCalls) *callsReport {
@@ -198,11 +226,73 @@ func newCallsReport(tc *ToolCalls) *callsReport {
 		RatioN: repRatio(tc.Tollgate, tc.BareN), RepRatios: repRatios(tc.Tollgate, tc.BareLoop),
 		Activities: tc.Hops.Activities / reps, WFTs: tc.Hops.WFTs / reps,
 		ModelCalls: tc.N + 1, LoopActivities: 2*tc.N + 1, BareWFTs: tc.N + 1,
+		LocalOK: tc.LocalTools(),
 	}
 	r.RatioLoop = MedianFloat(r.RepRatios)
 	r.PerCall, r.PerCallBareN, r.PerCallLoop = r.Turn/n, r.TurnBareN/n, r.TurnLoop/n
 	r.Extra = (r.Turn - r.TurnBareN) / n
-	r.MetN, r.MetLoop = r.RatioN <= 1.25, r.RatioLoop <= 1.25
+	if len(tc.Local) > 0 {
+		r.TurnLocal = Median(tc.Local)
+		r.PerCallLocal, r.LocalExtra = r.TurnLocal/n, (r.TurnLocal-r.TurnBareN)/n
+		r.LocalRepRatios = repRatios(tc.Local, tc.BareN)
+		r.RatioLocal = MedianFloat(r.LocalRepRatios)
+		r.LocalActivities, r.LocalWFTs = tc.LocalHops.Activities/len(tc.Local), tc.LocalHops.WFTs/len(tc.Local)
+	}
+	r.MetLocal, r.MetLoop = r.LocalOK && r.RatioLocal <= LocalCallGoal, r.RatioLoop <= LoopCallGoal
+	return r
+}
+
+// eagerReport is row 2d.
+type eagerReport struct {
+	*EagerStart
+	Eager50, Eager99, Plain50, Plain99 time.Duration
+	BareEager50, BarePlain50           time.Duration
+	Ratio, BareRatio                   float64
+}
+
+func newEagerReport(e *EagerStart) *eagerReport {
+	r := &eagerReport{
+		EagerStart: e,
+		Eager50:    Percentile(e.Eager, 50), Eager99: Percentile(e.Eager, 99),
+		Plain50: Percentile(e.Plain, 50), Plain99: Percentile(e.Plain, 99),
+		BareEager50: Percentile(e.BareEager, 50), BarePlain50: Percentile(e.BarePlain, 50),
+	}
+	r.Ratio, r.BareRatio = ratio(float64(r.Eager50), float64(r.Plain50)), ratio(float64(r.BareEager50), float64(r.BarePlain50))
+	return r
+}
+
+// profileReport is benchmark 1's CPU profile summary.
+type profileReport struct {
+	*CPUProfile
+	// Turns of N calls were profiled; Local says with local tools.
+	Turns, N int
+	Local    bool
+	// PerCall is the CPU time per tool call, WallPerCall the wall time.
+	PerCall, WallPerCall time.Duration
+	// Share is each function's (or area's) percentage of the CPU time.
+	Top, Areas []profileRow
+}
+
+type profileRow struct {
+	Name      string
+	Flat, Cum time.Duration
+	Share     float64
+}
+
+func newProfileReport(p *CPUProfile, tc *ToolCalls) *profileReport {
+	r := &profileReport{CPUProfile: p, Turns: tc.ProfileTurns, N: tc.N, Local: tc.LocalTools(), PerCall: p.PerCall()}
+	if p.Calls > 0 {
+		r.WallPerCall = p.Wall / time.Duration(p.Calls)
+	}
+	row := func(f ProfileFunc) profileRow {
+		return profileRow{Name: f.Name, Flat: f.Flat, Cum: f.Cum, Share: 100 * ratio(float64(f.Flat), float64(p.CPU))}
+	}
+	for _, f := range p.Top {
+		r.Top = append(r.Top, row(f))
+	}
+	for _, f := range p.Areas {
+		r.Areas = append(r.Areas, row(f))
+	}
 	return r
 }
 
@@ -260,7 +350,9 @@ type parkedReport struct {
 	// Flat is the goal: beyond the cache, each of Tollgate's growths is
 	// at most a tenth of a cached turn's cost.
 	Flat bool
-	Rows []parkedRow
+	// MetHeap and MetDrain are 3a's and 3d's goals.
+	MetHeap, MetDrain bool
+	Rows              []parkedRow
 }
 
 // parkedSide is one side of benchmark 3. Costs are bytes per parked
@@ -310,6 +402,7 @@ func newParkedReport(tg, bare *Parked) *parkedReport {
 	r.HeapRatio = ratio(t.HeapPerTurn, r.Bare.HeapPerTurn)
 	r.DrainRatio = ratio(t.DrainRate, r.Bare.DrainRate)
 	r.Flat = t.heapBeyond <= 0.1*t.HeapPerTurn && t.anonBeyond <= 0.1*t.AnonPerTurn
+	r.MetHeap, r.MetDrain = r.HeapRatio <= HeapGoal, r.DrainRatio >= DrainGoal
 	for i, c := range tg.Counts {
 		r.Rows = append(r.Rows, parkedRow{fmt.Sprint(c), tg.Points[i], bare.Points[i]})
 	}
@@ -321,22 +414,33 @@ func newParkedReport(tg, bare *Parked) *parkedReport {
 type throughputReport struct {
 	*Throughput
 	// Medians, turns a second.
-	Rate, BareRate, LoopRate float64
-	RatioN, RatioLoop        float64
-	MetN, MetLoop            bool
+	Rate, LocalRate, BareRate, LoopRate float64
+	RatioN, RatioLocal, RatioLoop       float64
+	// LocalOK says benchmark 1 saw local tools run locally (else 4a is
+	// not available).
+	LocalOK           bool
+	MetLocal, MetLoop bool
 	// By construction: a turn's activities (2×Calls+1) and workflow
-	// tasks (2×Calls+2), the bare workflow's workflow tasks (Calls+1).
-	TurnActivities, TurnWFTs, BareWFTs int
+	// tasks (2×Calls+2), with local tools (Calls+1, Calls+2), the bare
+	// workflow's workflow tasks (Calls+1).
+	TurnActivities, TurnWFTs, LocalActivities, LocalWFTs, BareWFTs int
 }
 
-func newThroughputReport(tp *Throughput) *throughputReport {
+func newThroughputReport(tp *Throughput, tc *ToolCalls) *throughputReport {
 	r := &throughputReport{
 		Throughput: tp,
 		Rate:       MedianFloat(tp.Tollgate), BareRate: MedianFloat(tp.BareN), LoopRate: MedianFloat(tp.BareLoop),
 		RatioN: repRatio(tp.Tollgate, tp.BareN), RatioLoop: repRatio(tp.Tollgate, tp.BareLoop),
 		TurnActivities: 2*tp.Calls + 1, TurnWFTs: 2*tp.Calls + 2, BareWFTs: tp.Calls + 1,
+		LocalActivities: tp.Calls + 1, LocalWFTs: tp.Calls + 2,
+		// Without benchmark 1 nothing checked the local runs; the
+		// turns' own histories would tell, but 4 does not read them.
+		LocalOK: len(tp.Local) > 0 && (tc == nil || tc.LocalTools()),
 	}
-	r.MetN, r.MetLoop = r.RatioN >= 0.8, r.RatioLoop >= 0.8
+	if len(tp.Local) > 0 {
+		r.LocalRate, r.RatioLocal = MedianFloat(tp.Local), repRatio(tp.Local, tp.BareN)
+	}
+	r.MetLocal, r.MetLoop = r.LocalOK && r.RatioLocal >= ThroughputGoal, r.RatioLoop >= ThroughputGoal
 	return r
 }
 

@@ -105,11 +105,33 @@ func cannedMisses() *measurements {
 		ToolCalls: &ToolCalls{
 			N:           10,
 			Tollgate:    msDs(128.4, 131.2, 125.9),
+			Local:       msDs(71.5, 74.0, 69.8),
 			BareN:       msDs(53.2, 55.0, 51.7),
 			BareLoop:    msDs(98.3, 96.1, 101.4),
 			Hops:        HopBreakdown{WFTQueue: msD(75.2), WFTRun: msD(132.0), Activity: msD(150.6), WFTs: 66, Activities: 63},
+			LocalHops:   HopBreakdown{WFTQueue: msD(40.1), WFTRun: msD(88.0), Activity: msD(70.2), WFTs: 36, Activities: 33},
 			LoopHops:    HopBreakdown{WFTQueue: msD(78.5), WFTRun: msD(123.4), Activity: msD(86.3), WFTs: 66, Activities: 63},
 			InCallModel: msD(1.61), InRunTool: msD(0.07), InBare: msD(0.01),
+			Profile: &CPUProfile{
+				Calls: 50, Wall: msD(402.0), CPU: msD(655.0),
+				Top: []ProfileFunc{
+					{Name: "internal/runtime/syscall/linux.Syscall6", Flat: msD(120.0), Cum: msD(120.0)},
+					{Name: "runtime.mallocgc", Flat: msD(41.0), Cum: msD(88.0)},
+					{Name: "google.golang.org/protobuf/internal/impl.(*MessageInfo).unmarshalPointer", Flat: msD(20.0), Cum: msD(61.0)},
+				},
+				Areas: []ProfileFunc{
+					{Name: "Go runtime (GC, scheduler, allocation)", Flat: msD(260.0)},
+					{Name: "system calls", Flat: msD(150.0)},
+					{Name: "Temporal server", Flat: msD(120.0)},
+					{Name: "Tollgate", Flat: msD(25.0)},
+					{Name: "other", Flat: msD(100.0)},
+				},
+			},
+			ProfileTurns: 5,
+		},
+		Eager: &EagerStart{
+			Eager: msDs(6.1, 5.8, 6.4, 7.0), Plain: msDs(8.9, 9.4, 8.7, 10.2),
+			BareEager: msDs(4.2, 4.0, 4.5, 4.4), BarePlain: msDs(6.6, 6.9, 6.4, 7.3),
 		},
 		Tmpfs: &ToolCalls{
 			N: 10, Tollgate: msDs(109.0, 112.5, 107.3), BareN: msDs(50.1, 49.8, 51.0), BareLoop: msDs(100.4, 99.0, 103.3),
@@ -124,7 +146,8 @@ func cannedMisses() *measurements {
 		Throughput: &Throughput{
 			Calls: 3, InFlight: 50, Total: 150,
 			Tollgate: []float64{34.0, 29.9, 28.6}, BareN: []float64{62.4, 59.6, 64.8}, BareLoop: []float64{45.3, 43.9, 46.8},
-			RPCRate: [3]float64{885.2, 908.7, 972.1},
+			Local:   []float64{44.0, 41.2, 43.9},
+			RPCRate: [4]float64{885.2, 908.7, 972.1, 901.5},
 		},
 		History: cannedHistory(3179520, 6330000),
 		Parked: [2]*Parked{
@@ -177,9 +200,11 @@ func cannedPasses() *measurements {
 		ToolCalls: &ToolCalls{
 			N:           3,
 			Tollgate:    msDs(30.1, 31.0),
+			Local:       msDs(28.0, 28.5),
 			BareN:       msDs(26.2, 25.9),
 			BareLoop:    msDs(29.4, 30.2),
 			Hops:        HopBreakdown{WFTQueue: msD(8.1), WFTRun: msD(15.3), Activity: msD(12.0), WFTs: 16, Activities: 14},
+			LocalHops:   HopBreakdown{WFTQueue: msD(5.0), WFTRun: msD(11.9), Activity: msD(7.5), WFTs: 10, Activities: 8},
 			LoopHops:    HopBreakdown{WFTQueue: msD(8.4), WFTRun: msD(14.9), Activity: msD(10.2), WFTs: 16, Activities: 14},
 			InCallModel: msD(1.20), InRunTool: msD(0.05), InBare: msD(0.01),
 		},
@@ -192,14 +217,15 @@ func cannedPasses() *measurements {
 		Throughput: &Throughput{
 			Calls: 3, InFlight: 10, Total: 20,
 			Tollgate: []float64{41.0, 40.2, 39.9}, BareN: []float64{44.1, 45.0, 43.7}, BareLoop: []float64{42.5, 41.9, 43.0},
-			RPCRate: [3]float64{402.1, 398.8, 410.0},
+			Local:   []float64{40.3, 41.6, 39.0},
+			RPCRate: [4]float64{402.1, 398.8, 410.0, 405.2},
 		},
 		History: cannedHistory(317952, 633037),
 		Parked: [2]*Parked{
 			{
 				Side: sideTollgate, Cache: 20, Counts: []int{0, 20},
-				Points: []Mem{mem(9390, 137.86, 15.48, 140.2, 36), mem(9930, 139.25, 16.63, 141.0, 96)},
-				Park:   1249 * time.Millisecond, Drain: 712 * time.Millisecond, After: mem(9461, 138.11, 15.97, 141.0, 36),
+				Points: []Mem{mem(9390, 137.86, 15.48, 140.2, 36), mem(9650, 139.25, 16.63, 141.0, 96)},
+				Park:   1249 * time.Millisecond, Drain: 502 * time.Millisecond, After: mem(9461, 138.11, 15.97, 141.0, 36),
 			},
 			{
 				Side: sideBare, Cache: 20, Counts: []int{0, 20},
@@ -229,4 +255,34 @@ func TestReportSectionsOptional(t *testing.T) {
 	if strings.Contains(got, "| 1a |") {
 		t.Errorf("report has benchmark 1 without its results:\n%s", got)
 	}
+}
+
+// TestLocalRowsNotAvailable: when the local-tool turns ran their calls as
+// activities (a worker without local tools), 1a and 4a say so instead of
+// passing off activity tools as local ones, and no goal counts them.
+func TestLocalRowsNotAvailable(t *testing.T) {
+	m := cannedPasses()
+	m.ToolCalls.LocalHops.Activities = m.ToolCalls.Hops.Activities
+	got, err := render(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{"| 1a |", "| 4a |"} {
+		line := lineWith(got, row)
+		if !strings.Contains(line, "not available: this worker ran the local tools' calls as activities") || strings.Contains(line, "pass") {
+			t.Errorf("row %s should be not available:\n%s", row, line)
+		}
+	}
+	if strings.Contains(got, "**Goals missed, and why.**") {
+		t.Errorf("rows that were not available counted as misses:\n%s", got)
+	}
+}
+
+func lineWith(text, prefix string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
 }

@@ -54,20 +54,44 @@ func timed(f func() error) (time.Duration, error) {
 }
 
 // ToolCalls is benchmark 1: one turn at a time, each running n sequential
-// tool calls, against bare workflows running n activities (BareSeq) and
-// 2n+1 activities (BareLoop: the same activity count as the turn).
+// tool calls, as activities (Tollgate) and as local activities (Local),
+// against bare workflows running n activities (BareSeq) and 2n+1
+// activities (BareLoop: the same activity count as the turn with activity
+// tools).
 type ToolCalls struct {
-	N                         int
-	Tollgate, BareN, BareLoop []time.Duration
-	// Decomposition of the measured Tollgate turns and bare loops, from
-	// history timestamps, summed over the reps.
-	Hops, LoopHops HopBreakdown
+	N                                int
+	Tollgate, Local, BareN, BareLoop []time.Duration
+	// Decomposition of the measured Tollgate turns (activity tools and
+	// local tools) and bare loops, from history timestamps, summed over
+	// the reps.
+	Hops, LocalHops, LoopHops HopBreakdown
 	// Mean time inside each activity function, by type.
 	InCallModel, InRunTool, InBare time.Duration
+	// Profile is a CPU profile of this process while it ran ProfileTurns
+	// more turns with local tools (activity tools if LocalTools is
+	// false), after the measured ones.
+	Profile      *CPUProfile
+	ProfileTurns int
 }
+
+// LocalTools reports whether the local-tool turns ran their calls as
+// local activities: their histories hold only the model calls' activity
+// tasks. A worker without local tools runs them as activities, and then
+// the local rows are not available.
+func (tc *ToolCalls) LocalTools() bool {
+	reps := len(tc.Local)
+	return reps > 0 && tc.LocalHops.Activities == reps*(tc.N+1)
+}
+
+// profileTurns is how many local-tool turns benchmark 1 profiles.
+const profileTurns = 5
 
 func (e *Env) ToolCalls(ctx context.Context, n, reps int) (*ToolCalls, error) {
 	model, err := e.Script(n, 1, NoopTool, struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	localModel, err := e.Script(n, 1, NoopLocalTool, struct{}{})
 	if err != nil {
 		return nil, err
 	}
@@ -77,41 +101,60 @@ func (e *Env) ToolCalls(ctx context.Context, n, reps int) (*ToolCalls, error) {
 		if i == 0 {
 			ActivityTimes.Reset()
 		}
-		tid, lid := id("calls-tollgate"), id("calls-loop")
+		tid, fid, lid := id("calls-tollgate"), id("calls-local"), id("calls-loop")
 		runs := []func() error{
 			func() error { _, err := e.RunTurn(ctx, tid, TurnInput(model, n, false)); return err },
+			func() error { _, err := e.RunTurn(ctx, fid, LocalTurnInput(localModel, n, false)); return err },
 			func() error { return e.RunBare(ctx, id("calls-bare"), BareSeqName, n) },
 			func() error { return e.RunBare(ctx, lid, BareLoopName, n) },
 		}
 		// Rotate the order so no side always runs first or last.
-		got := make([]time.Duration, 3)
+		got := make([]time.Duration, len(runs))
 		for k := range runs {
-			j := (i + 3 + k) % 3
+			j := (i + len(runs) + k) % len(runs)
 			d, err := timed(runs[j])
 			if err != nil {
 				return nil, err
 			}
 			got[j] = d
 		}
-		dt, db, dl := got[0], got[1], got[2]
 		if i < 0 {
 			continue
 		}
-		r.Tollgate, r.BareN, r.BareLoop = append(r.Tollgate, dt), append(r.BareN, db), append(r.BareLoop, dl)
-		th, err := e.hops(ctx, tid)
-		if err != nil {
-			return nil, err
+		r.Tollgate, r.Local = append(r.Tollgate, got[0]), append(r.Local, got[1])
+		r.BareN, r.BareLoop = append(r.BareN, got[2]), append(r.BareLoop, got[3])
+		for _, h := range []struct {
+			wid string
+			sum *HopBreakdown
+		}{{tid, &r.Hops}, {fid, &r.LocalHops}, {lid, &r.LoopHops}} {
+			got, err := e.hops(ctx, h.wid)
+			if err != nil {
+				return nil, err
+			}
+			h.sum.add(got)
 		}
-		lh, err := e.hops(ctx, lid)
-		if err != nil {
-			return nil, err
-		}
-		r.Hops.add(th)
-		r.LoopHops.add(lh)
 	}
 	r.InCallModel, _ = ActivityTimes.Mean("CallModel")
 	r.InRunTool, _ = ActivityTimes.Mean("RunTool")
 	r.InBare, _ = ActivityTimes.Mean(bareNoop)
+
+	// The profile runs after the measured reps, which it would slow.
+	profModel, in := localModel, LocalTurnInput
+	if !r.LocalTools() {
+		profModel, in = model, TurnInput
+	}
+	r.ProfileTurns = profileTurns
+	r.Profile, err = profileCPU(e.Profiles, "cpu-tool-calls.pb.gz", profileTurns*n, func() error {
+		for k := 0; k < profileTurns; k++ {
+			if _, err := e.RunTurn(ctx, id("calls-profile"), in(profModel, n, false)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -292,11 +335,14 @@ func WaitParked(ctx context.Context, c client.Client, ids []string, width int) e
 // Throughput is benchmark 4: turns per second with a fixed number in
 // flight.
 type Throughput struct {
-	Calls, InFlight, Total    int
-	Tollgate, BareN, BareLoop []float64 // per second, one per rep
+	Calls, InFlight, Total int
+	// Per second, one per rep: turns with activity tools and with local
+	// tools, bare workflows of Calls activities, bare loops.
+	Tollgate, Local, BareN, BareLoop []float64
 	// RPCRate is the client's calls per second (workers' polls included)
-	// during each kind's runs: Tollgate, bare, loop; the highest rep.
-	RPCRate [3]float64
+	// during each kind's runs: Tollgate, bare, loop, local; the highest
+	// rep.
+	RPCRate [4]float64
 }
 
 func (e *Env) Throughput(ctx context.Context, calls, inFlight, total, reps int) (*Throughput, error) {
@@ -309,14 +355,22 @@ func (e *Env) Throughput(ctx context.Context, calls, inFlight, total, reps int) 
 		d, err := timed(func() error { return Pool(ctx, inFlight, n, f) })
 		return float64(n) / d.Seconds(), err
 	}
+	localModel, err := e.Script(calls, 1, NoopLocalTool, struct{}{})
+	if err != nil {
+		return nil, err
+	}
 	turn := func(ctx context.Context, _ int) error {
 		_, err := e.RunTurn(ctx, id("tput-tollgate"), TurnInput(model, calls, false))
+		return err
+	}
+	local := func(ctx context.Context, _ int) error {
+		_, err := e.RunTurn(ctx, id("tput-local"), LocalTurnInput(localModel, calls, false))
 		return err
 	}
 	bare := func(ctx context.Context, _ int) error { return e.RunBare(ctx, id("tput-bare"), BareSeqName, calls) }
 	loop := func(ctx context.Context, _ int) error { return e.RunBare(ctx, id("tput-loop"), BareLoopName, calls) }
 	// Warm up every path with a short burst.
-	kinds := []func(context.Context, int) error{turn, bare, loop}
+	kinds := []func(context.Context, int) error{turn, bare, loop, local}
 	for _, f := range kinds {
 		if _, err := rate(min(10, total), f); err != nil {
 			return nil, err
@@ -324,9 +378,9 @@ func (e *Env) Throughput(ctx context.Context, calls, inFlight, total, reps int) 
 	}
 	for i := 0; i < reps; i++ {
 		// Rotate the order so no side always runs first or last.
-		got := make([]float64, 3)
-		for k := 0; k < 3; k++ {
-			j := (i + k) % 3
+		got := make([]float64, len(kinds))
+		for k := range kinds {
+			j := (i + k) % len(kinds)
 			n0, t0 := RPCs.Load(), time.Now()
 			v, err := rate(total, kinds[j])
 			if err != nil {
@@ -336,6 +390,7 @@ func (e *Env) Throughput(ctx context.Context, calls, inFlight, total, reps int) 
 			r.RPCRate[j] = max(r.RPCRate[j], float64(RPCs.Load()-n0)/time.Since(t0).Seconds())
 		}
 		r.Tollgate, r.BareN, r.BareLoop = append(r.Tollgate, got[0]), append(r.BareN, got[1]), append(r.BareLoop, got[2])
+		r.Local = append(r.Local, got[3])
 	}
 	return r, nil
 }

@@ -445,7 +445,7 @@ func (e *Env) sendOne(ctx context.Context, sid string, k int, update string, arg
 // drain again, and would double this benchmark's time.
 func (e *Env) idle(ctx context.Context, side string, total, cache int, checkpoints []int) (*Parked, error) {
 	queue := "bench-idle-" + side
-	p, err := startWorkerProc(side, e.Server.Address(), e.DataDir, queue, cache, e.Stamps)
+	p, err := startWorkerProc(side, e.Server.Address(), e.DataDir, queue, cache, e.Stamps, e.Profiles)
 	if err != nil {
 		return nil, err
 	}

@@ -20,8 +20,9 @@ type Config struct {
 	Reps, CallReps int
 	// Calls is N, the sequential tool calls of benchmark 1.
 	Calls int
-	// ResumeSamples is the number of resume samples per side and rep.
-	ResumeSamples int
+	// ResumeSamples is the number of resume samples per side and rep;
+	// EagerSamples of each kind of start in row 2d (0 skips it).
+	ResumeSamples, EagerSamples int
 	// Parked is the number of parked turns; Cache the subprocess worker's
 	// sticky cache size.
 	Parked, Cache int
@@ -39,8 +40,13 @@ type Config struct {
 	// Gateway is the turns parked for benchmark 8 (the HTTP gateway); 0
 	// skips it.
 	Gateway int
-	// Only runs just the benchmark it numbers ("8"); empty runs them all.
+	// Only runs just the benchmarks it lists by number, comma-separated
+	// ("1,4"); empty runs them all.
 	Only string
+	// Profiles, when set, is a directory that receives the raw CPU and
+	// heap profiles the suite takes (benchmark 1's tool calls, benchmark
+	// 3's workers), for `go tool pprof`.
+	Profiles string
 	// Sessions sizes benchmark 9; Sessions.Turns 0 skips it.
 	Sessions SessionConfig
 	// Log receives progress lines.
@@ -49,7 +55,7 @@ type Config struct {
 
 // DefaultConfig is what `make bench` runs.
 func DefaultConfig() Config {
-	c := Config{Reps: 5, CallReps: 15, Calls: 10, ResumeSamples: 100, Parked: 2000, Cache: 250,
+	c := Config{Reps: 5, CallReps: 15, Calls: 10, ResumeSamples: 100, EagerSamples: 50, Parked: 2000, Cache: 250,
 		Total: 150, InFlight: 50, TPCalls: 3, Configs: true, Micro: true, Recovery: 30, Gateway: 1000, Log: io.Discard}
 	c.Sessions = SessionConfig{Turns: 300, PerRun: 100, Samples: 50, Idle: 1000, Cache: 250}
 	return c
@@ -122,18 +128,15 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 		Reps: cfg.Reps, CallReps: cfg.CallReps, TPReps: max(3, cfg.Reps-2), InFlight: cfg.InFlight,
 	}
 	var err error
-	if cfg.Only != "" {
-		if err := runOnly(ctx, cfg, m, logf); err != nil {
-			return "", err
-		}
-		m.Elapsed, m.Repolls = time.Since(started), Repolls.Load()
-		return render(m)
+	want, err := only(cfg.Only)
+	if err != nil {
+		return "", err
 	}
-	if cfg.Micro {
+	if cfg.Only == "" && cfg.Micro || want("6") {
 		logf("micro benchmarks")
 		m.Micros = runMicros()
 	}
-	if cfg.Configs {
+	if cfg.Only == "" && cfg.Configs {
 		for _, c := range configs() {
 			logf("dynamic config: %s", c.name)
 			row, err := compareConfig(ctx, c, cfg)
@@ -153,50 +156,74 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 		return "", err
 	}
 	defer e.Close()
-
-	logf("1. tool-call overhead")
-	if m.ToolCalls, err = e.ToolCalls(ctx, cfg.Calls, cfg.CallReps); err != nil {
-		return "", fmt.Errorf("tool calls: %w", err)
-	}
-	if m.Tmpfs, err = toolCallsOnTmpfs(ctx, cfg); err != nil {
-		return "", fmt.Errorf("tool calls on tmpfs: %w", err)
+	if cfg.Profiles != "" {
+		if err := os.MkdirAll(cfg.Profiles, 0o755); err != nil {
+			return "", err
+		}
+		e.Profiles = cfg.Profiles
 	}
 
-	logf("2. resume latency")
-	if m.Resume, err = e.Resume(ctx, cfg.ResumeSamples, 3); err != nil {
-		return "", fmt.Errorf("resume: %w", err)
+	if want("1") {
+		logf("1. tool-call overhead")
+		if m.ToolCalls, err = e.ToolCalls(ctx, cfg.Calls, cfg.CallReps); err != nil {
+			return "", fmt.Errorf("tool calls: %w", err)
+		}
+		if m.Tmpfs, err = toolCallsOnTmpfs(ctx, cfg); err != nil {
+			return "", fmt.Errorf("tool calls on tmpfs: %w", err)
+		}
 	}
 
-	logf("4. throughput")
-	if m.Throughput, err = e.Throughput(ctx, cfg.TPCalls, cfg.InFlight, cfg.Total, m.TPReps); err != nil {
-		return "", fmt.Errorf("throughput: %w", err)
+	if want("2") {
+		logf("2. resume latency")
+		if m.Resume, err = e.Resume(ctx, cfg.ResumeSamples, 3); err != nil {
+			return "", fmt.Errorf("resume: %w", err)
+		}
+		if cfg.EagerSamples > 0 {
+			logf("2d. eager start: %d samples of each kind", cfg.EagerSamples)
+			if m.Eager, err = e.EagerStart(ctx, cfg.EagerSamples); err != nil {
+				return "", fmt.Errorf("eager start: %w", err)
+			}
+		}
 	}
 
-	logf("5. history cost")
-	if m.History, err = e.historyRuns(ctx); err != nil {
-		return "", fmt.Errorf("history: %w", err)
+	if want("4") {
+		logf("4. throughput")
+		if m.Throughput, err = e.Throughput(ctx, cfg.TPCalls, cfg.InFlight, cfg.Total, m.TPReps); err != nil {
+			return "", fmt.Errorf("throughput: %w", err)
+		}
 	}
 
-	if cfg.Recovery > 0 {
+	if want("5") {
+		logf("5. history cost")
+		if m.History, err = e.historyRuns(ctx); err != nil {
+			return "", fmt.Errorf("history: %w", err)
+		}
+	}
+
+	if cfg.Recovery > 0 && want("7") {
 		logf("7. recovery after SIGKILL: %d in flight a side", cfg.Recovery)
 		if m.Recovery, err = e.Recovery(ctx, cfg.Recovery); err != nil {
 			return "", fmt.Errorf("recovery: %w", err)
 		}
 	}
 
-	if cfg.Gateway > 0 {
+	if cfg.Gateway > 0 && want("8") {
 		if err := runGateway(ctx, cfg, m, logf); err != nil {
 			return "", err
 		}
 	}
 
-	if cfg.Sessions.Turns > 0 {
+	if cfg.Sessions.Turns > 0 && want("9") {
 		logf("9. sessions: %d turns, %d idle", cfg.Sessions.Turns, cfg.Sessions.Idle)
 		if m.Sessions, err = e.Sessions(ctx, cfg.Sessions); err != nil {
 			return "", fmt.Errorf("sessions: %w", err)
 		}
 	}
 
+	if !want("3") {
+		m.Elapsed, m.Repolls = time.Since(started), Repolls.Load()
+		return render(m)
+	}
 	logf("3. parked turns: %d, sticky cache %d", cfg.Parked, cfg.Cache)
 	var cps []int
 	for _, c := range []int{cfg.Cache, 2 * cfg.Cache, 1000, 2000, 5000, 10000, cfg.Parked} {
@@ -215,13 +242,24 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 	return render(m)
 }
 
-// runOnly runs the one benchmark cfg.Only numbers.
-func runOnly(ctx context.Context, cfg Config, m *measurements, logf func(string, ...any)) error {
-	switch cfg.Only {
-	case "8":
-		return runGateway(ctx, cfg, m, logf)
+// benchmarks are the numbers -only takes.
+var benchmarks = []string{"1", "2", "3", "4", "5", "6", "7", "8", "9"}
+
+// only parses a comma-separated list of benchmark numbers into a test
+// for each; an empty list wants them all.
+func only(list string) (func(string) bool, error) {
+	if list == "" {
+		return func(string) bool { return true }, nil
 	}
-	return fmt.Errorf("-only %q: the suite runs only benchmark 8 (the gateway) alone", cfg.Only)
+	set := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(benchmarks, n) {
+			return nil, fmt.Errorf("-only %q: %q is not one of the benchmarks %s", list, n, strings.Join(benchmarks, ", "))
+		}
+		set[n] = true
+	}
+	return func(n string) bool { return set[n] }, nil
 }
 
 // toolCallsOnTmpfs repeats benchmark 1 with the data directory in

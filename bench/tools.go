@@ -19,10 +19,12 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// Tool names the benchmark's scripts call.
+// Tool names the benchmark's scripts call. NoopLocalTool is NoopTool
+// marked to run as a local activity (tool.Spec.Local).
 const (
-	NoopTool = "noop"
-	BlobTool = "blob"
+	NoopTool      = "noop"
+	NoopLocalTool = "noop_local"
+	BlobTool      = "blob"
 )
 
 type noArgs struct{}
@@ -31,18 +33,20 @@ type blobArgs struct {
 	Bytes int `json:"bytes"`
 }
 
-// Tools are the benchmark's tools: noop does nothing, blob returns a text
-// of the asked size (different for every call, so no store can dedupe it).
+// Tools are the benchmark's tools: noop does nothing (noop_local too, as
+// a local activity), blob returns a text of the asked size (different for
+// every call, so no store can dedupe it).
 func Tools() []tool.Tool {
-	noop := tool.MustFunc(tool.Spec{Name: NoopTool, Description: "Does nothing.", Idempotent: true, Concurrent: true},
-		func(context.Context, tool.Call, noArgs) (results.Outcome, error) {
-			return results.SucceedText("ok"), nil
-		})
+	noopFn := func(context.Context, tool.Call, noArgs) (results.Outcome, error) {
+		return results.SucceedText("ok"), nil
+	}
+	noop := tool.MustFunc(tool.Spec{Name: NoopTool, Description: "Does nothing.", Idempotent: true, Concurrent: true}, noopFn)
+	noopLocal := tool.MustFunc(tool.Spec{Name: NoopLocalTool, Description: "Does nothing, locally.", Idempotent: true, Concurrent: true, Local: true}, noopFn)
 	blob := tool.MustFunc(tool.Spec{Name: BlobTool, Description: "Returns a text of the given size.", Idempotent: true, Concurrent: true},
 		func(_ context.Context, call tool.Call, a blobArgs) (results.Outcome, error) {
 			return results.SucceedText(Blob(call.TurnID+"/"+call.CallID, a.Bytes)), nil
 		})
-	return []tool.Tool{noop, blob}
+	return []tool.Tool{noop, noopLocal, blob}
 }
 
 // Blob is n bytes of text in lines of 128, seeded so that every call's
@@ -114,6 +118,18 @@ func TurnInput(model string, steps int, approve bool) workflows.Input {
 	}
 	if approve {
 		in.Policy.Approval = map[string]string{NoopTool: "always"}
+	}
+	return in
+}
+
+// LocalTurnInput is TurnInput with noop_local in noop's place, so the
+// script's calls (of noop_local) run as local activities; the turn has
+// as many tools, of the same sizes, as TurnInput's.
+func LocalTurnInput(model string, steps int, approve bool) workflows.Input {
+	in := TurnInput(model, steps, false)
+	in.Tools = []string{NoopLocalTool, BlobTool}
+	if approve {
+		in.Policy.Approval = map[string]string{NoopLocalTool: "always"}
 	}
 	return in
 }

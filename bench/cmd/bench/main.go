@@ -23,12 +23,17 @@ func main() {
 	timeout := flag.Duration("timeout", 0, "give up after this long (default 25m, 45m with -long)")
 	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of the macro benchmarks")
 	flag.IntVar(&cfg.CallReps, "call-reps", cfg.CallReps, "repetitions of the tool-call benchmark")
+	flag.IntVar(&cfg.Calls, "calls", cfg.Calls, "sequential tool calls per turn in the tool-call benchmark")
+	flag.IntVar(&cfg.ResumeSamples, "resume-samples", cfg.ResumeSamples, "resume samples per side and rep")
+	flag.IntVar(&cfg.EagerSamples, "eager-samples", cfg.EagerSamples, "samples of each kind of start in the eager-start row (2d)")
+	flag.IntVar(&cfg.Total, "total", cfg.Total, "turns per rep of the throughput benchmark")
 	flag.IntVar(&cfg.Parked, "parked", cfg.Parked, "parked turns")
 	flag.IntVar(&cfg.Cache, "cache", cfg.Cache, "sticky workflow cache size of the parked-turn workers")
 	flag.BoolVar(&cfg.Configs, "configs", cfg.Configs, "compare the server's default dynamic config with the tuned one")
 	flag.BoolVar(&cfg.Micro, "micro", cfg.Micro, "run the micro benchmarks")
 	flag.IntVar(&cfg.Gateway, "gateway", cfg.Gateway, "turns parked for the gateway benchmark (8); 0 skips it")
-	flag.StringVar(&cfg.Only, "only", "", "run just this benchmark: 8 (the gateway)")
+	flag.StringVar(&cfg.Only, "only", "", "run just these benchmarks, by number, comma-separated (\"1,4\"); the report then has their rows only")
+	flag.StringVar(&cfg.Profiles, "profiles", "", "also write the raw CPU and heap profiles to this directory")
 	flag.Parse()
 	// A report of one benchmark must not replace the whole suite's.
 	if cfg.Only != "" {
@@ -51,6 +56,7 @@ func main() {
 	}
 	if *quick {
 		cfg.Reps, cfg.CallReps, cfg.Calls, cfg.ResumeSamples, cfg.Parked, cfg.Cache, cfg.Total, cfg.InFlight = 2, 3, 3, 5, 100, 20, 20, 10
+		cfg.EagerSamples = 5
 		cfg.Gateway = 100
 	}
 	cfg.Log = os.Stderr
