@@ -24,10 +24,9 @@ import (
 // newActivities builds the activities and the stores they use, from
 // options with their defaults filled in; transcripts and large tool
 // outputs go to blobs.
+// The caller has checked that the data directory and the workspace are
+// apart (checkApart) before opening anything in either.
 func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities, error) {
-	if err := builtin.CheckApart(cfg.DataDir, cfg.Workspace); err != nil {
-		return nil, fmt.Errorf("tollgate: %w", err)
-	}
 	ws, err := workspace(cfg.Workspace)
 	if err != nil {
 		return nil, err
@@ -65,6 +64,16 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 		Workspace:   ws,
 		Outputs:     outputs,
 	}, nil
+}
+
+// checkApart refuses a data directory and a workspace that overlap, before
+// either is created: the model must not read tokens or transcripts through
+// the file tools.
+func checkApart(cfg Options) error {
+	if err := builtin.CheckApart(cfg.DataDir, cfg.Workspace); err != nil {
+		return fmt.Errorf("tollgate: %w", err)
+	}
+	return nil
 }
 
 // selectBuiltins keeps the built-in tools named in names; nil keeps all.

@@ -168,6 +168,9 @@ type Registry interface {
 // directory. Its errors say which option is wrong.
 func NewPlugin(opts Options) (*Plugin, error) {
 	opts = opts.withDefaults()
+	if err := checkApart(opts); err != nil {
+		return nil, err
+	}
 	keys, err := keysFor(opts.Codec)
 	if err != nil {
 		return nil, err
