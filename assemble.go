@@ -39,7 +39,7 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 	}
 	var tools []tool.Tool
 	if !cfg.NoBuiltins {
-		all, err := builtin.Tools(builtin.Options{Connections: conns, HTTPClient: cfg.HTTPClient, FetchAllow: cfg.FetchAllow, ShellEnv: cfg.ShellEnv})
+		all, err := builtin.Tools(builtin.Options{Connections: conns, HTTPClient: cfg.HTTPClient, FetchAllow: cfg.FetchAllow, ShellEnv: cfg.ShellEnv, GitHubBaseURL: cfg.GitHubAPIURL})
 		if err != nil {
 			return nil, err
 		}

@@ -96,6 +96,9 @@ type Options struct {
 	FetchAllow []string
 	// ShellEnv names environment variables the shell tool passes on.
 	ShellEnv []string
+	// GitHubAPIURL is the GitHub REST API list_issues calls: GitHub
+	// Enterprise's, or a test provider's; empty is api.github.com.
+	GitHubAPIURL string
 
 	// SearchAttributes says the server has Tollgate's search attributes
 	// registered (see MissingSearchAttributes), so turns keep them

@@ -191,6 +191,7 @@ func run(f flags, logger *slog.Logger) error {
 		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
 		FetchAllow:       strings.Split(os.Getenv(builtin.FetchAllowEnv), ","),
 		ShellEnv:         builtin.ParseShellEnv(os.Getenv("TOLLGATE_SHELL_ENV")),
+		GitHubAPIURL:     os.Getenv("TOLLGATE_GITHUB_API_URL"),
 		SearchAttributes: useSearchAttributes(ctx, c, f, logger),
 		Webhooks:         hooks,
 		Connections:      conns,

@@ -232,9 +232,9 @@ func TestOpen(t *testing.T) {
 	require.NotErrorIs(t, err, ErrNotAllowed)
 
 	_, err = Open("nosuch", dir)
-	require.ErrorContains(t, err, `no built-in script "nosuch" (built-in: chat, demo)`)
+	require.ErrorContains(t, err, `no built-in script "nosuch" (built-in: chat, demo, issues)`)
 
-	require.Equal(t, []string{"chat", "demo"}, Builtins())
+	require.Equal(t, []string{"chat", "demo", "issues"}, Builtins())
 }
 
 func TestOpenConfinesScriptFiles(t *testing.T) {
@@ -257,7 +257,7 @@ func TestOpenConfinesScriptFiles(t *testing.T) {
 		for _, ref := range []string{outside, "ok.json", "./ok.json", "/etc/passwd"} {
 			_, err := Open(ref, "")
 			require.ErrorIs(t, err, ErrNotAllowed, ref)
-			require.ErrorContains(t, err, "only the built-in scripts (chat, demo) may be used")
+			require.ErrorContains(t, err, "only the built-in scripts (chat, demo, issues) may be used")
 		}
 	})
 
