@@ -182,7 +182,7 @@ func run(f flags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	mcpTools, closeMCP, err := openMCP(ctx, f, mcpConfig, logger)
+	mcpTools, closeMCP, err := openMCP(ctx, f, mcpConfig, conns, logger)
 	if err != nil {
 		return err
 	}

@@ -7,19 +7,15 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/activities/mcp"
 	"github.com/tollgate-dev/tollgate/activities/tool"
-	"github.com/tollgate-dev/tollgate/storage/datadir"
 )
 
 // openMCP opens the MCP servers of --mcp and returns their tools, and
 // what stops the servers when the worker does; nothing without --mcp.
-func openMCP(ctx context.Context, f flags, cfg mcp.Config, logger *slog.Logger) ([]tool.Tool, func(), error) {
+// conns is the worker's own store (sealed, refreshing), so MCP servers
+// read the same connections the built-in tools do.
+func openMCP(ctx context.Context, f flags, cfg mcp.Config, conns connections.Store, logger *slog.Logger) ([]tool.Tool, func(), error) {
 	if f.mcpConfig == "" {
 		return nil, func() {}, nil
-	}
-	// The same store the plugin keeps users' connections in.
-	conns, err := connections.NewFileStore(datadir.Connections(f.dataDir))
-	if err != nil {
-		return nil, nil, err
 	}
 	ts, err := mcp.Open(ctx, cfg, mcp.Options{Connections: conns, StateDir: mcp.StateDir(f.dataDir), Logger: logger})
 	if err != nil {
