@@ -243,6 +243,10 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		// A second POST with the same id must not attach to the first
 		// turn as if it had started it.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		// Where a worker shares the gateway's client (worker --dev), the
+		// server hands it the first workflow task in the start's answer;
+		// elsewhere this is an ordinary start.
+		EnableEagerStart: true,
 	}, workflows.WorkflowName, req.Input)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted

@@ -167,7 +167,7 @@ func (t *turn) describeTools(ctx workflow.Context) error {
 		return fmt.Errorf("describe tools: %w", err)
 	}
 	for _, s := range specs {
-		schema, err := tool.CompileSchema(s.Schema)
+		schema, err := tool.CompileShared(s.Schema)
 		if err != nil {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool %s has a schema that does not compile: %v", s.Name, err), ErrTypeInvalidInput, nil)
 		}
