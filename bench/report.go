@@ -49,7 +49,10 @@ type measurements struct {
 	Eager *EagerStart
 	// Tmpfs is benchmark 1 again with the data directory on tmpfs; nil
 	// without /dev/shm.
-	Tmpfs      *ToolCalls
+	Tmpfs *ToolCalls
+	// Encrypted is benchmark 1 again with payload encryption on; nil
+	// when not run.
+	Encrypted  *ToolCalls
 	Resume     *Resume
 	Throughput *Throughput
 	History    *historyRuns
@@ -108,10 +111,12 @@ type report struct {
 	Elapsed                time.Duration
 	Repolls                int64
 
-	Calls  *callsReport
-	Tmpfs  *tmpfsReport
-	Resume *resumeReport
-	Eager  *eagerReport
+	Calls *callsReport
+	Tmpfs *tmpfsReport
+	// Encrypted is row 1f.
+	Encrypted *encryptedReport
+	Resume    *resumeReport
+	Eager     *eagerReport
 	// Profile is benchmark 1's CPU profile; nil when not taken.
 	Profile    *profileReport
 	Parked     *parkedReport
@@ -140,6 +145,10 @@ func newReport(m *measurements) *report {
 		}
 		if m.Tmpfs != nil {
 			r.Tmpfs = newTmpfsReport(m.Tmpfs, m.ToolCalls)
+		}
+		if m.Encrypted != nil {
+			r.Encrypted = newEncryptedReport(m.Encrypted, m.ToolCalls)
+			r.Missed = r.Missed || !r.Encrypted.Met
 		}
 		if m.Micros != nil {
 			r.Micro = newMicroReport(m.Micros, r.Calls.PerCall)
@@ -312,6 +321,27 @@ func newTmpfsReport(shm, disk *ToolCalls) *tmpfsReport {
 		Ratio:       repRatio(shm.Tollgate, shm.BareLoop),
 		InCallModel: shm.InCallModel, OnDisk: disk.InCallModel,
 	}
+}
+
+// encryptedReport is row 1f: benchmark 1's turn with payload encryption
+// on, against the same turn without it (benchmark 1 itself).
+type encryptedReport struct {
+	PerCall, PerCallPlain time.Duration
+	Ratio                 float64
+	Met                   bool
+}
+
+// encryptionGoal is issue 16's bound on what encryption may add per call.
+const encryptionGoal = 1.1
+
+func newEncryptedReport(enc, plain *ToolCalls) *encryptedReport {
+	r := &encryptedReport{
+		PerCall:      Median(enc.Tollgate) / time.Duration(enc.N),
+		PerCallPlain: Median(plain.Tollgate) / time.Duration(plain.N),
+	}
+	r.Ratio = ratio(float64(r.PerCall), float64(r.PerCallPlain))
+	r.Met = r.Ratio <= encryptionGoal
+	return r
 }
 
 // resumeReport is benchmark 2: percentiles from the update's acceptance

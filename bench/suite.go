@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/server/common/dynamicconfig"
+
+	"github.com/tollgate-dev/tollgate/storage/codec"
 )
 
 // Config sizes a suite run.
@@ -171,6 +174,9 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 		if m.Tmpfs, err = toolCallsOnTmpfs(ctx, cfg); err != nil {
 			return "", fmt.Errorf("tool calls on tmpfs: %w", err)
 		}
+		if m.Encrypted, err = toolCallsEncrypted(ctx, cfg); err != nil {
+			return "", fmt.Errorf("tool calls with encryption: %w", err)
+		}
 	}
 
 	if want("2") {
@@ -275,6 +281,39 @@ func toolCallsOnTmpfs(ctx context.Context, cfg Config) (*ToolCalls, error) {
 	}
 	defer os.RemoveAll(dir)
 	e, err := Start(Options{DynamicConfig: TunedDynamicConfig(), DataDir: dir})
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	return e.ToolCalls(ctx, cfg.Calls, cfg.CallReps)
+}
+
+// toolCallsEncrypted repeats benchmark 1 on a second server with payload
+// encryption on, configured as a user turns it on: a keys file named by
+// TOLLGATE_CODEC_KEYS_FILE, which the client (clientconfig) and the plugin
+// read when they are built. The variable is set only while they are.
+func toolCallsEncrypted(ctx context.Context, cfg Config) (*ToolCalls, error) {
+	dir, err := os.MkdirTemp("", "tollgate-bench-keys-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	key, err := codec.NewKey("bench")
+	if err != nil {
+		return nil, err
+	}
+	keys := filepath.Join(dir, "keys")
+	if err := os.WriteFile(keys, []byte(key.Line()+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	prev, had := os.LookupEnv(codec.EnvKeysFile)
+	os.Setenv(codec.EnvKeysFile, keys)
+	e, err := Start(Options{DynamicConfig: TunedDynamicConfig()})
+	if had {
+		os.Setenv(codec.EnvKeysFile, prev)
+	} else {
+		os.Unsetenv(codec.EnvKeysFile)
+	}
 	if err != nil {
 		return nil, err
 	}
