@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -262,28 +261,10 @@ func (s *Server) checkConnect(w http.ResponseWriter, r *http.Request, token stri
 // waitingCard reads the card of claims' call and checks that it waits
 // for claims' provider.
 func (s *Server) waitingCard(w http.ResponseWriter, r *http.Request, claims oauth.Claims) (results.Card, bool) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
-	defer cancel()
-	st, err := s.state(ctx, claims.Turn, "")
-	if err != nil {
-		var nf *serviceerror.NotFound
-		switch err = s.noWorker(ctx, err, claims.Turn); {
-		case errors.As(err, &nf):
-			renderErrorPage(w, http.StatusNotFound, "No such turn", fmt.Sprintf("There is no turn %s any more.", claims.Turn), "")
-		case errors.Is(err, errNoWorker):
-			w.Header().Set("Retry-After", retryAfter)
-			renderErrorPage(w, http.StatusServiceUnavailable, "No worker is running", "No worker answered for this turn; try the link again in a moment.", "")
-		default:
-			s.internal(w, r, "read the turn", err)
-		}
+	card, ok := s.pageCard(w, r, claims.Turn, claims.Call)
+	if !ok {
 		return results.Card{}, false
 	}
-	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == claims.Call })
-	if i < 0 {
-		renderErrorPage(w, http.StatusNotFound, "No such call", fmt.Sprintf("Turn %s has no call %s.", claims.Turn, claims.Call), "")
-		return results.Card{}, false
-	}
-	card := st.Cards[i]
 	if card.State != results.StateWaitingConnection || card.Connection == nil || card.Connection.Provider != claims.Provider {
 		renderErrorPage(w, http.StatusConflict, "No longer waiting",
 			fmt.Sprintf("Call %s of turn %s is %s; it no longer waits for a %s connection, so this link does nothing.", card.CallID, claims.Turn, card.State, claims.Provider), "")

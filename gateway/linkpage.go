@@ -140,28 +140,10 @@ func (s *Server) checkLink(w http.ResponseWriter, r *http.Request, token string)
 		s.linkRefused(w, err)
 		return links.Claims{}, results.Card{}, false
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
-	defer cancel()
-	st, err := s.state(ctx, claims.Turn, "")
-	if err != nil {
-		var nf *serviceerror.NotFound
-		switch err = s.noWorker(ctx, err, claims.Turn); {
-		case errors.As(err, &nf):
-			renderErrorPage(w, http.StatusNotFound, "No such turn", fmt.Sprintf("There is no turn %s any more.", claims.Turn), "")
-		case errors.Is(err, errNoWorker):
-			w.Header().Set("Retry-After", retryAfter)
-			renderErrorPage(w, http.StatusServiceUnavailable, "No worker is running", "No worker answered for this turn; try the link again in a moment.", "")
-		default:
-			s.internal(w, r, "read the turn", err)
-		}
+	card, ok := s.pageCard(w, r, claims.Turn, claims.Call)
+	if !ok {
 		return links.Claims{}, results.Card{}, false
 	}
-	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == claims.Call })
-	if i < 0 {
-		renderErrorPage(w, http.StatusNotFound, "No such call", fmt.Sprintf("Turn %s has no call %s.", claims.Turn, claims.Call), "")
-		return links.Claims{}, results.Card{}, false
-	}
-	card := st.Cards[i]
 	if !card.State.Waiting() {
 		if n := len(card.Decisions); n > 0 && card.Decisions[n-1].By == claims.By && card.Decisions[n-1].Decision == claims.Decision {
 			d := card.Decisions[n-1]
@@ -190,4 +172,32 @@ func (s *Server) linkRefused(w http.ResponseWriter, err error) {
 		// ErrTampered, and anything else Verify may add: trust nothing.
 		renderErrorPage(w, http.StatusForbidden, "Invalid link", "This link is not valid: it was altered, cut short, or signed with a key this gateway does not have.", "")
 	}
+}
+
+// pageCard reads the card of a turn's call for a page a person opened
+// (a one-click link, a connect link), answering with an error page when
+// the turn, its worker or the call is not there.
+func (s *Server) pageCard(w http.ResponseWriter, r *http.Request, turn, call string) (results.Card, bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+	defer cancel()
+	st, err := s.state(ctx, turn, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		switch err = s.noWorker(ctx, err, turn); {
+		case errors.As(err, &nf):
+			renderErrorPage(w, http.StatusNotFound, "No such turn", fmt.Sprintf("There is no turn %s any more.", turn), "")
+		case errors.Is(err, errNoWorker):
+			w.Header().Set("Retry-After", retryAfter)
+			renderErrorPage(w, http.StatusServiceUnavailable, "No worker is running", "No worker answered for this turn; try the link again in a moment.", "")
+		default:
+			s.internal(w, r, "read the turn", err)
+		}
+		return results.Card{}, false
+	}
+	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == call })
+	if i < 0 {
+		renderErrorPage(w, http.StatusNotFound, "No such call", fmt.Sprintf("Turn %s has no call %s.", turn, call), "")
+		return results.Card{}, false
+	}
+	return st.Cards[i], true
 }
