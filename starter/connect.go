@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/activities/connections"
-	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 )
 
 // cmdConnect stores a user's credential for a provider in the connection
@@ -33,9 +33,9 @@ func (c *cli) cmdConnect(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := connections.NewFileStore(datadir.Connections(c.g.dataDir))
+	store, err := clientconfig.Connections(c.g.dataDir, c.getenv)
 	if err != nil {
-		return fmt.Errorf("open the connection store in %s: %w", c.g.dataDir, err)
+		return err
 	}
 	cred := connections.Credential{Provider: provider, User: user, Token: token}
 	for _, s := range strings.Split(scopes, ",") {

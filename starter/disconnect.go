@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
-	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 )
 
 // cmdDisconnect forgets a user's connection to a provider in the data
@@ -27,9 +26,9 @@ func (c *cli) cmdDisconnect(ctx context.Context, args []string) error {
 		return err
 	}
 	provider := pos[0]
-	store, err := connections.NewFileStore(datadir.Connections(c.g.dataDir))
+	store, err := clientconfig.Connections(c.g.dataDir, c.getenv)
 	if err != nil {
-		return fmt.Errorf("open the connection store in %s: %w", c.g.dataDir, err)
+		return err
 	}
 	var ps *oauth.Providers
 	if providers != "" {

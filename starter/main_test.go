@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/activities/connections"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/codec"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -469,4 +472,42 @@ func TestConnectStoresTheTokenWithoutEchoingIt(t *testing.T) {
 	c = newCLI(strings.NewReader(""), &stdout, &stderr, func(string) string { return "" })
 	require.Equal(t, exitRejected, c.run(context.Background(), []string{"--data", dir, "connect", "github", "--token-env", "NOPE"}))
 	require.Contains(t, stderr.String(), "environment variable NOPE is empty")
+}
+
+// With the codec keys set, the token the starter stores is sealed, as the
+// worker's and the gateway's are, and they read it with the same keys.
+func TestConnectSealsTheTokenWithTheCodecKeys(t *testing.T) {
+	dir := t.TempDir()
+	key, err := codec.NewKey("k1")
+	require.NoError(t, err)
+	keysFile := filepath.Join(t.TempDir(), "keys")
+	require.NoError(t, os.WriteFile(keysFile, []byte(key.Line()+"\n"), 0o600))
+	getenv := func(k string) string {
+		switch k {
+		case "USER":
+			return "ada"
+		case codec.EnvKeysFile:
+			return keysFile
+		}
+		return ""
+	}
+	var stdout, stderr bytes.Buffer
+	c := newCLI(strings.NewReader("s3cret-token\n"), &stdout, &stderr, getenv)
+	require.Equal(t, exitOK, c.run(context.Background(), []string{"--data", dir, "connect", "github"}), stderr.String())
+
+	err = filepath.WalkDir(datadir.Connections(dir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "s3cret-token", "the token is at rest in plain text in %s", p)
+		return nil
+	})
+	require.NoError(t, err)
+	store, err := clientconfig.Connections(dir, getenv)
+	require.NoError(t, err)
+	cred, err := store.Get(context.Background(), "ada", "github")
+	require.NoError(t, err)
+	require.Equal(t, "s3cret-token", cred.Token)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,8 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/links"
-	"github.com/tollgate-dev/tollgate/storage/codec"
-	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 )
 
 // openConnections opens the connection store of the data directory and,
@@ -22,17 +20,9 @@ import (
 func openConnections(ctx context.Context, f flags, logger *slog.Logger) (connections.Store, *oauth.Providers, error) {
 	// With the payload codec's keys (TOLLGATE_CODEC_KEYS_FILE), tokens
 	// are sealed at rest with them too.
-	keys, err := codec.FromEnv(os.Getenv)
+	base, err := clientconfig.Connections(f.dataDir, os.Getenv)
 	if err != nil {
 		return nil, nil, err
-	}
-	var opts connections.FileStoreOptions
-	if keys != nil {
-		opts.Sealer = keys
-	}
-	base, err := connections.NewFileStoreWith(datadir.Connections(f.dataDir), opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open the connections store: %w", err)
 	}
 	if f.oauthProviders == "" {
 		return base, nil, nil

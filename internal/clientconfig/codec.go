@@ -1,11 +1,14 @@
 package clientconfig
 
 import (
+	"fmt"
 	"os"
 
 	"go.temporal.io/sdk/converter"
 
+	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/storage/codec"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
 )
 
 // DataConverter is what every Tollgate process encodes payloads with:
@@ -17,4 +20,24 @@ func DataConverter() (converter.DataConverter, error) {
 		return nil, err
 	}
 	return keys.DataConverter(), nil
+}
+
+// Connections opens the connection store of dataDir as every Tollgate
+// process must, so that they read each other's tokens: sealed with the
+// keys TOLLGATE_CODEC_KEYS_FILE names (getenv reads it), plain when that
+// is unset.
+func Connections(dataDir string, getenv func(string) string) (*connections.FileStore, error) {
+	keys, err := codec.FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	var opts connections.FileStoreOptions
+	if keys != nil {
+		opts.Sealer = keys
+	}
+	store, err := connections.NewFileStoreWith(datadir.Connections(dataDir), opts)
+	if err != nil {
+		return nil, fmt.Errorf("open the connection store in %s: %w", dataDir, err)
+	}
+	return store, nil
 }

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/links"
-	"github.com/tollgate-dev/tollgate/storage/codec"
-	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 )
 
 // connectOptions turns the OAuth connect flow on: the providers file, the
@@ -27,17 +24,9 @@ func connectOptions(ctx context.Context, providersFile, linkSecret, dataDir stri
 	if err != nil {
 		return nil, err
 	}
-	keys, err := codec.FromEnv(getenv)
+	store, err := clientconfig.Connections(dataDir, getenv)
 	if err != nil {
 		return nil, err
-	}
-	var so connections.FileStoreOptions
-	if keys != nil {
-		so.Sealer = keys
-	}
-	store, err := connections.NewFileStoreWith(datadir.Connections(dataDir), so)
-	if err != nil {
-		return nil, fmt.Errorf("open the connections store: %w", err)
 	}
 	secret, err := links.LoadSecret(linkSecret)
 	if err != nil {
