@@ -317,6 +317,14 @@ func TestCluster(t *testing.T) {
 	for _, id := range ids {
 		run(t, ctx, starterEnv(workers["a"]), starter, "history", "-o", filepath.Join(histories, id+".json"), id)
 	}
+	// The histories hold claims on the bucket, not the payloads: each is
+	// smaller than one of its outputs.
+	for _, id := range ids {
+		desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+		require.NoError(t, err)
+		size := desc.GetWorkflowExecutionInfo().GetHistorySizeBytes()
+		require.Less(t, size, int64(PayloadSize), "%s: a %d-byte history holds a 200 KiB output inline, not in the bucket", id, size)
+	}
 	replayed := run(t, ctx, starterEnv(workers["b"]), starter, "replay", histories)
 	require.Contains(t, replayed, fmt.Sprintf("%d of %d replayed cleanly", turns, turns), replayed)
 	t.Logf("payload reads in %s", time.Since(phase).Round(time.Second))

@@ -371,7 +371,8 @@ func startSeaweed(t *testing.T, logDir, bin string) *seaweed {
 		"actions":["Admin","Read","Write","List","Tagging"]}]}`, sw.key, sw.secret)), 0o600))
 	data := filepath.Join(dir, "data")
 	require.NoError(t, os.MkdirAll(data, 0o700))
-	master := fmt.Sprintf("127.0.0.1:%d", p[0])
+	// host:port.grpcPort: without the suffix weed shell dials port+10000.
+	master := fmt.Sprintf("127.0.0.1:%d.%d", p[0], p[1])
 	proc := startProc(t, logDir, "seaweedfs", nil, nil, bin, "server",
 		"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir="+data,
 		fmt.Sprintf("-master.port=%d", p[0]), fmt.Sprintf("-master.port.grpc=%d", p[1]),
