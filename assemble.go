@@ -55,7 +55,12 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 	if err != nil {
 		return nil, err
 	}
-	transcripts := transcript.New(blobs)
+	var cached int64
+	if blobs.Dir() == "" {
+		// A bucket: every chunk read is a round trip.
+		cached = transcriptCacheBytes
+	}
+	transcripts := transcript.New(blobs, transcript.Options{CacheBytes: cached})
 	outputs := payloadstore.NewDriver(blobs)
 	return &activities.Activities{
 		Tools:       registry,
@@ -65,6 +70,10 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 		Outputs:     outputs,
 	}, nil
 }
+
+// transcriptCacheBytes is how much of the conversations a worker on a
+// remote blob store keeps in memory: some hundreds of long turns.
+const transcriptCacheBytes = 64 << 20
 
 // checkApart refuses a data directory and a workspace that overlap, before
 // either is created: the model must not read tokens or transcripts through

@@ -47,13 +47,24 @@ type chunk struct {
 
 // Store keeps chunks as blobs.
 type Store struct {
-	blobs *blobstore.Store
-	space blobstore.Space
+	blobs  *blobstore.Store
+	space  blobstore.Space
+	chunks *cache
+}
+
+// Options configure a Store.
+type Options struct {
+	// CacheBytes keeps up to this many bytes of chunks in memory, so that
+	// loading a conversation reads from the store only the chunks this
+	// process has not stored or read before. Zero keeps none: right for a
+	// store on local disk, whose reads the operating system caches, and
+	// which a damaged chunk must be read from to be noticed.
+	CacheBytes int64
 }
 
 // New keeps chunks in blobs, under Space.
-func New(blobs *blobstore.Store) *Store {
-	return &Store{blobs: blobs, space: Space}
+func New(blobs *blobstore.Store, o Options) *Store {
+	return &Store{blobs: blobs, space: Space, chunks: newCache(o.CacheBytes)}
 }
 
 // NewStore keeps chunks in the directory dir, creating it if needed: the
@@ -86,6 +97,7 @@ func (s *Store) AppendContext(ctx context.Context, head string, messages []resul
 	if err != nil {
 		return "", fmt.Errorf("store transcript chunk: %w", err)
 	}
+	s.chunks.put(id, data)
 	return id, nil
 }
 
@@ -101,14 +113,9 @@ func (s *Store) LoadContext(ctx context.Context, head string) ([]results.Message
 		if !blobstore.ValidSum(id) {
 			return nil, fmt.Errorf("transcript chunk id %q is malformed", id)
 		}
-		data, err := s.blobs.Get(ctx, s.space, id)
-		switch {
-		case errors.Is(err, blobstore.ErrMissing):
-			return nil, fmt.Errorf("load transcript chunk %s: %w: %w", id, ErrMissing, err)
-		case errors.Is(err, blobstore.ErrCorrupt):
-			return nil, fmt.Errorf("load transcript chunk %s: %w: %w", id, ErrCorrupt, err)
-		case err != nil:
-			return nil, fmt.Errorf("load transcript chunk %s: %w", id, err)
+		data, err := s.get(ctx, id)
+		if err != nil {
+			return nil, err
 		}
 		var c chunk
 		dec := json.NewDecoder(bytes.NewReader(data))
@@ -123,6 +130,24 @@ func (s *Store) LoadContext(ctx context.Context, head string) ([]results.Message
 		out = append(out, chunks[i]...)
 	}
 	return out, nil
+}
+
+// get reads one chunk's encoding, from the cache if it is there.
+func (s *Store) get(ctx context.Context, id string) ([]byte, error) {
+	if data, ok := s.chunks.get(id); ok {
+		return data, nil
+	}
+	data, err := s.blobs.Get(ctx, s.space, id)
+	switch {
+	case errors.Is(err, blobstore.ErrMissing):
+		return nil, fmt.Errorf("load transcript chunk %s: %w: %w", id, ErrMissing, err)
+	case errors.Is(err, blobstore.ErrCorrupt):
+		return nil, fmt.Errorf("load transcript chunk %s: %w: %w", id, ErrCorrupt, err)
+	case err != nil:
+		return nil, fmt.Errorf("load transcript chunk %s: %w", id, err)
+	}
+	s.chunks.put(id, data)
+	return data, nil
 }
 
 // Stats reports how many chunks and bytes the store holds.

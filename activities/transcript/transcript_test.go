@@ -1,16 +1,23 @@
 package transcript
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/memblob"
 
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/blobstore"
 )
 
 func TestAppendAndLoadChain(t *testing.T) {
@@ -150,4 +157,120 @@ func texts(ms []results.Message) []string {
 		out[i] = m.Text()
 	}
 	return out
+}
+
+// memStore is a store in a bucket, as on a remote blob URL, and the
+// bucket, so a test can take blobs away behind the store's back.
+func memStore(t *testing.T, o Options) (*Store, *blob.Bucket) {
+	t.Helper()
+	b := memblob.OpenBucket(nil)
+	t.Cleanup(func() { b.Close() })
+	return New(blobstore.NewBucket(b, nil), o), b
+}
+
+// With a cache, a worker reads back neither what it stored nor what it
+// read before: loads succeed with the bucket emptied. Another worker
+// (no cache of its own) still finds the chunks missing, as before.
+func TestCacheServesStoredAndLoadedChunks(t *testing.T) {
+	ctx := context.Background()
+	writer, bucket := memStore(t, Options{CacheBytes: 1 << 20})
+	h1, err := writer.Append("", []results.Message{results.UserText("one")})
+	require.NoError(t, err)
+	h2, err := writer.Append(h1, []results.Message{results.AssistantText("two")})
+	require.NoError(t, err)
+
+	reader := New(blobstore.NewBucket(bucket, nil), Options{CacheBytes: 1 << 20})
+	got, err := reader.Load(h2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"one", "two"}, texts(got))
+
+	emptyBucket(t, bucket)
+	for name, s := range map[string]*Store{"writer": writer, "reader": reader} {
+		got, err := s.LoadContext(ctx, h2)
+		require.NoError(t, err, name)
+		require.Equal(t, []string{"one", "two"}, texts(got), name)
+	}
+	uncached := New(blobstore.NewBucket(bucket, nil), Options{})
+	_, err = uncached.Load(h2)
+	require.ErrorIs(t, err, ErrMissing)
+
+	// A chain the reader knows only the start of: the new chunk comes
+	// from the store, the rest from memory.
+	h3, err := New(blobstore.NewBucket(bucket, nil), Options{}).Append(h2, []results.Message{results.UserText("three")})
+	require.NoError(t, err)
+	got, err = reader.Load(h3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"one", "two", "three"}, texts(got))
+}
+
+// The cache holds at most its size, dropping the least recently used
+// chunk; what it dropped is read from the store again.
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	msgs := func(text string) []results.Message {
+		return []results.Message{results.UserText(strings.Repeat(text, 60))}
+	}
+	one, err := json.Marshal(chunk{Messages: msgs("a")})
+	require.NoError(t, err)
+	// Room for two chunks, not three.
+	s, bucket := memStore(t, Options{CacheBytes: int64(len(one)) * 5 / 2})
+	var heads []string
+	for _, text := range []string{"a", "b", "c"} {
+		h, err := s.Append("", msgs(text))
+		require.NoError(t, err)
+		heads = append(heads, h)
+	}
+	emptyBucket(t, bucket)
+	_, err = s.Load(heads[0])
+	require.ErrorIs(t, err, ErrMissing, "the oldest chunk was evicted")
+	for _, h := range heads[1:] {
+		_, err := s.Load(h)
+		require.NoError(t, err, "the newest chunks are cached")
+	}
+	require.LessOrEqual(t, s.chunks.size, s.chunks.max)
+
+	// A chunk larger than the whole cache is never kept.
+	big, err := s.Append("", []results.Message{results.UserText(strings.Repeat("x", 4*len(one)))})
+	require.NoError(t, err)
+	emptyBucket(t, bucket)
+	_, err = s.Load(big)
+	require.ErrorIs(t, err, ErrMissing)
+	for _, h := range heads[1:] {
+		_, err := s.Load(h)
+		require.NoError(t, err, "a chunk too large to cache evicts nothing")
+	}
+}
+
+// A damaged chunk read from the store is reported, and not cached: once
+// it is stored again intact, it loads.
+func TestCacheKeepsNothingUnverified(t *testing.T) {
+	writer, bucket := memStore(t, Options{})
+	h, err := writer.Append("", []results.Message{results.UserText("one")})
+	require.NoError(t, err)
+	key := Space.Key(h)
+	ctx := context.Background()
+	data, err := bucket.ReadAll(ctx, key)
+	require.NoError(t, err)
+	require.NoError(t, bucket.WriteAll(ctx, key, data[:len(data)/2], nil))
+
+	reader := New(blobstore.NewBucket(bucket, nil), Options{CacheBytes: 1 << 20})
+	_, err = reader.Load(h)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.NoError(t, bucket.WriteAll(ctx, key, data, nil))
+	got, err := reader.Load(h)
+	require.NoError(t, err)
+	require.Equal(t, []string{"one"}, texts(got))
+}
+
+func emptyBucket(t *testing.T, b *blob.Bucket) {
+	t.Helper()
+	ctx := context.Background()
+	iter := b.List(nil)
+	for {
+		obj, err := iter.Next(ctx)
+		if err == io.EOF {
+			return
+		}
+		require.NoError(t, err)
+		require.NoError(t, b.Delete(ctx, obj.Key))
+	}
 }
