@@ -49,6 +49,11 @@ func (c *cache) get(id string) ([]byte, bool) {
 	return e.Value.(*entry).data, true
 }
 
+func (c *cache) has(id string) bool {
+	_, ok := c.get(id)
+	return ok
+}
+
 // put caches data as id's encoding; a chunk larger than the whole cache
 // is not kept. Callers must not change data afterwards.
 func (c *cache) put(id string, data []byte) {

@@ -90,6 +90,10 @@ func (s *Store) AppendContext(ctx context.Context, head string, messages []resul
 	if err != nil {
 		return "", fmt.Errorf("encode transcript chunk: %w", err)
 	}
+	// A chunk this process stored or read intact is not checked again.
+	if id := blobstore.Sum(data); s.chunks.has(id) {
+		return id, nil
+	}
 	// A chunk already stored intact (an activity retry) is not written
 	// again; a damaged one is replaced, or every later head that reaches
 	// it would fail to load.

@@ -274,3 +274,20 @@ func emptyBucket(t *testing.T, b *blob.Bucket) {
 		require.NoError(t, b.Delete(ctx, obj.Key))
 	}
 }
+
+// Storing a chunk the cache holds (an activity retry on the same worker)
+// costs no read or write of the bucket. The bucket is emptied behind the
+// store's back only to show that the retry never reached it.
+func TestCachedChunkIsNotStoredAgain(t *testing.T) {
+	s, bucket := memStore(t, Options{CacheBytes: 1 << 20})
+	msgs := []results.Message{results.UserText("one")}
+	h, err := s.Append("", msgs)
+	require.NoError(t, err)
+	emptyBucket(t, bucket)
+	again, err := s.Append("", msgs)
+	require.NoError(t, err)
+	require.Equal(t, h, again)
+	exists, err := bucket.Exists(context.Background(), Space.Key(h))
+	require.NoError(t, err)
+	require.False(t, exists, "the retry did not go to the bucket")
+}
