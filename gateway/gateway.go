@@ -190,7 +190,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-	s.mux.ServeHTTP(w, r)
+	s.traced(w, r, s.mux.ServeHTTP)
 }
 
 func healthz(w http.ResponseWriter, _ *http.Request) {
