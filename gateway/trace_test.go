@@ -6,13 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
@@ -22,18 +19,14 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
 	"github.com/tollgate-dev/tollgate/internal/telemetry"
+	"github.com/tollgate-dev/tollgate/internal/telemetry/telemetrytest"
 )
 
 // Each request is a server span named by its route, under the caller's
 // trace, and the parent of the Temporal calls it makes; link tokens and
 // OAuth query parameters appear nowhere in the spans.
 func TestRequestsAreServerSpansWithoutTokens(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) })
+	exp, tp := telemetrytest.Capture(t)
 
 	e := newEnv(t, envOptions{})
 	id := e.park("", "one", "ann", 1)
@@ -66,14 +59,14 @@ func TestRequestsAreServerSpansWithoutTokens(t *testing.T) {
 	require.Equal(t, trace.SpanKindServer, server.SpanKind)
 	require.Equal(t, caller.SpanContext().TraceID(), server.SpanContext.TraceID(), "the request joins the caller's trace")
 	require.Equal(t, caller.SpanContext().SpanID(), server.Parent.SpanID())
-	require.Contains(t, attrs(server), "http.response.status_code=200")
+	require.Equal(t, "200", telemetrytest.Attr(server, "http.response.status_code"))
 	children := 0
 	for _, s := range exp.GetSpans() {
 		if s.Parent.SpanID() == server.SpanContext.SpanID() && s.SpanKind == trace.SpanKindClient {
 			children++
 		}
 	}
-	require.Positive(t, children, "the Temporal calls of the request are its children: %v", names(exp))
+	require.Positive(t, children, "the Temporal calls of the request are its children: %v", telemetrytest.Names(exp.GetSpans()))
 
 	// A link token in the path and OAuth parameters in the query.
 	exp.Reset()
@@ -81,9 +74,9 @@ func TestRequestsAreServerSpansWithoutTokens(t *testing.T) {
 	got = doWith(t, http.DefaultClient, hs.URL, request{method: http.MethodGet, path: "/v1/links/" + token + "?code=oauth-code-secret&state=oauth-state-secret"})
 	require.Equal(t, http.StatusForbidden, got.code)
 	link := spanNamed(t, exp, "GET /v1/links/{token}")
-	require.Contains(t, attrs(link), "http.response.status_code=403")
+	require.Equal(t, "403", telemetrytest.Attr(link, "http.response.status_code"))
 	for _, s := range exp.GetSpans() {
-		all := s.Name + " " + strings.Join(attrs(s), " ")
+		all := telemetrytest.Text(s)
 		for _, secret := range []string{token, "c2VjcmV0LXNpZ25hdHVyZQ", "oauth-code-secret", "oauth-state-secret"} {
 			require.NotContains(t, all, secret, "span %s", s.Name)
 		}
@@ -97,22 +90,6 @@ func spanNamed(t *testing.T, exp *tracetest.InMemoryExporter, name string) trace
 			return s
 		}
 	}
-	t.Fatalf("no span %q among %v", name, names(exp))
+	t.Fatalf("no span %q among %v", name, telemetrytest.Names(exp.GetSpans()))
 	return tracetest.SpanStub{}
-}
-
-func names(exp *tracetest.InMemoryExporter) []string {
-	var out []string
-	for _, s := range exp.GetSpans() {
-		out = append(out, s.Name)
-	}
-	return out
-}
-
-func attrs(s tracetest.SpanStub) []string {
-	var out []string
-	for _, a := range s.Attributes {
-		out = append(out, string(a.Key)+"="+a.Value.Emit())
-	}
-	return out
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/telemetry"
+	"github.com/tollgate-dev/tollgate/internal/telemetry/telemetrytest"
 	"github.com/tollgate-dev/tollgate/metrics"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -172,11 +173,11 @@ func TestOneTraceFromStartToToolRun(t *testing.T) {
 	spans := exp.GetSpans()
 	var start *tracetest.SpanStub
 	for i, s := range spans {
-		if s.Name == "StartWorkflow:"+workflows.WorkflowName && attr(s, "temporalWorkflowID") == run.GetID() {
+		if s.Name == "StartWorkflow:"+workflows.WorkflowName && telemetrytest.Attr(s, "temporalWorkflowID") == run.GetID() {
 			start = &spans[i]
 		}
 	}
-	require.NotNil(t, start, "the client's start span, among %s", spanNames(spans))
+	require.NotNil(t, start, "the client's start span, among %s", telemetrytest.Names(spans))
 	require.Equal(t, trace.SpanKindClient, start.SpanKind)
 	id := start.SpanContext.TraceID()
 
@@ -191,23 +192,6 @@ func TestOneTraceFromStartToToolRun(t *testing.T) {
 	// activities.
 	require.Equal(t, 4, byName["RunActivity:RunTool"]+byName["RunActivity:RunLocalTool"], "read_file, the approved write_file, ask_user asking and answered: %v", byName)
 	require.Equal(t, 4, byName["RunActivity:CallModel"], "every model call: %v", byName)
-}
-
-func attr(s tracetest.SpanStub, key string) string {
-	for _, a := range s.Attributes {
-		if string(a.Key) == key {
-			return a.Value.Emit()
-		}
-	}
-	return ""
-}
-
-func spanNames(spans tracetest.SpanStubs) string {
-	names := make([]string, len(spans))
-	for i, s := range spans {
-		names[i] = s.Name
-	}
-	return strings.Join(names, ", ")
 }
 
 // scrape reads the endpoint's text format into value by series, the
