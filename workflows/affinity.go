@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -44,3 +45,21 @@ func (t *turn) repin(ctx workflow.Context, lost string) {
 	}
 	t.pin, t.workDir = queue, ""
 }
+
+// continueIn pins the turn to the workspace queue the turn before it
+// ended on (Input.Workspace), so a conversation's files stay where its
+// earlier calls wrote them. Input is the caller's, so only a workspace
+// queue of this turn's own task queue is taken: a turn cannot be sent to
+// poll-less or foreign queues by name. Should that worker be gone, the
+// first call waits policy.workspace_timeout and the turn re-pins.
+func (t *turn) continueIn(ctx workflow.Context, queue string) {
+	prefix := workflow.GetInfo(ctx).TaskQueueName + "/ws/"
+	if !strings.HasPrefix(queue, prefix) || len(queue) == len(prefix) || len(queue) > maxTaskQueueBytes {
+		workflow.GetLogger(ctx).Warn("Input.Workspace is not a workspace queue of this task queue; the turn pins its own", "task_queue_prefix", prefix)
+		return
+	}
+	t.pin = queue
+}
+
+// maxTaskQueueBytes is the longest task queue name the server accepts.
+const maxTaskQueueBytes = 1000

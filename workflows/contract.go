@@ -50,6 +50,12 @@ type Input struct {
 	// conversation is never resent whole. A turn whose head is no longer
 	// in the transcript store fails rather than go on without its history.
 	Head string `json:"head,omitempty"`
+	// Workspace continues in a workspace: the Result.Workspace of the turn
+	// before, so the file and shell calls of a conversation run where its
+	// earlier calls left their files. Sessions pass it on by themselves.
+	// Only a workspace queue of this turn's own task queue counts; others,
+	// and any value where workers share one workspace, are ignored.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // OnTimeout says what happens to a wait that outlives the response timeout.
@@ -197,4 +203,9 @@ type Result struct {
 	// reply, Input.Messages and the prompt. A turn that continues the
 	// conversation gets Head and those messages.
 	Head string `json:"head,omitempty"`
+	// Workspace is the task queue of the worker that held the turn's
+	// workspace when it ended (see "Workspace affinity" in the README);
+	// empty where workers share one workspace. A turn that continues the
+	// conversation gets it as Input.Workspace.
+	Workspace string `json:"workspace,omitempty"`
 }

@@ -275,3 +275,40 @@ func TestWorkspaceTimeoutMustBePositive(t *testing.T) {
 	err := ValidateInput(Input{Prompt: "x", Model: "m", Policy: Policy{WorkspaceTimeout: Duration(-time.Second)}})
 	require.ErrorContains(t, err, "policy.workspace_timeout")
 }
+
+// Input.Workspace continues a conversation in the workspace its turn
+// before ended in, and the result says where this one ended. A queue
+// that is not a workspace queue of the turn's own task queue is not
+// taken (the caller names it), and where workers share one workspace
+// nothing is pinned at all.
+func TestInputWorkspaceContinuesInTheWorkspaceBefore(t *testing.T) {
+	const (
+		own  = "default-test-taskqueue/ws/a"
+		prev = "default-test-taskqueue/ws/b"
+	)
+	for name, c := range map[string]struct {
+		features  Features
+		workspace string
+		want      string
+	}{
+		"continued":        {Features{WorkspaceQueue: own}, prev, prev},
+		"foreign queue":    {Features{WorkspaceQueue: own}, "other-app/ws/b", own},
+		"bare prefix":      {Features{WorkspaceQueue: own}, "default-test-taskqueue/ws/", own},
+		"not a workspace":  {Features{WorkspaceQueue: own}, "default-test-taskqueue", own},
+		"shared workspace": {Features{}, prev, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newFastHarness(t, c.features, own,
+				calls("", tc("a", "poke", `{"text":"one"}`)),
+				results.AssistantText("done"))
+			res := h.run(t, Input{Prompt: "look", Tools: []string{"poke"}, Workspace: c.workspace})
+			require.Equal(t, StatusCompleted, res.Status)
+			want := "activity a"
+			if c.want != "" {
+				want += "@" + c.want
+			}
+			require.Equal(t, []string{want}, h.started())
+			require.Equal(t, c.want, res.Workspace)
+		})
+	}
+}

@@ -61,6 +61,9 @@ type session struct {
 	status   SessionStatus
 	head     string
 	unstored []results.Message
+	// workspace is where the last turn left its files (Result.Workspace):
+	// the next turn continues there.
+	workspace string
 
 	next    int
 	recent  []TurnRecord
@@ -106,6 +109,8 @@ func newSession(ctx workflow.Context, in SessionInput) *session {
 		status:  SessionOpen,
 		head:    in.Turn.Head,
 		next:    1,
+		// Where the last run's turns worked, across continue-as-new.
+		workspace: in.Turn.Workspace,
 	}
 	if s.perRun == 0 {
 		s.perRun = DefaultTurnsPerRun
@@ -223,7 +228,7 @@ func (s *session) handOver(ctx workflow.Context) (SessionInput, bool) {
 	}
 	s.takeSignals(dctx)
 	next := SessionInput{Turn: s.in.Turn, TurnsPerRun: s.in.TurnsPerRun}
-	next.Turn.Head, next.Turn.Messages = s.head, s.unstored
+	next.Turn.Head, next.Turn.Messages, next.Turn.Workspace = s.head, s.unstored, s.workspace
 	next.Carried = &Carried{
 		Next:              s.next,
 		Recent:            s.recent,
@@ -248,7 +253,7 @@ func (s *session) runTurn(ctx workflow.Context) {
 	s.current = rec
 
 	in := s.in.Turn
-	in.Prompt, in.Head, in.Messages = q.Text, s.head, s.unstored
+	in.Prompt, in.Head, in.Messages, in.Workspace = q.Text, s.head, s.unstored, s.workspace
 	summary, details := StartSummary(in)
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID: q.TurnID,
@@ -307,6 +312,9 @@ func (s *session) runTurn(ctx workflow.Context) {
 			rec.Error = s.guard
 		}
 		s.head, s.unstored = continuation(in, res)
+		if res.Workspace != "" {
+			s.workspace = res.Workspace
+		}
 	}
 	if err != nil {
 		// The turn left no result: the message is still the person's

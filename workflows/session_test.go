@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -46,7 +47,9 @@ type sessionHarness struct {
 	mu     sync.Mutex
 	turns  map[string]Result
 	inputs []activities.CallModelInput
-	seq    int
+	// tools are the RunTool activities started, as "call@queue".
+	tools []string
+	seq   int
 }
 
 func newSessionHarness(t *testing.T, replies ...results.Message) *sessionHarness {
@@ -64,9 +67,11 @@ func newSessionHarnessWith(t *testing.T, m *fakeModel, store *transcript.Store, 
 	env.SetStartTime(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: sessionID})
 	h := &sessionHarness{t: t, env: env, model: m, store: store, log: &toolLog{}, turns: map[string]Result{}}
-	reg, err := tool.NewRegistry(testTools(t, h.log, &sync.Map{})...)
+	reg, err := tool.NewRegistry(append(testTools(t, h.log, &sync.Map{}), fastTools(h.log)...)...)
 	require.NoError(t, err)
-	env.RegisterWorkflowWithOptions(AgentTurn, workflow.RegisterOptions{Name: WorkflowName})
+	// The turns run on the session's worker: they have its workspace
+	// queue.
+	env.RegisterWorkflowWithOptions(Features{WorkspaceQueue: f.WorkspaceQueue}.AgentTurn, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterWorkflowWithOptions(f.AgentSession, workflow.RegisterOptions{Name: SessionWorkflowName})
 	env.RegisterActivity(&activities.Activities{Tools: reg, Models: m, Transcripts: store, Workspace: t.TempDir()})
 	env.SetOnChildWorkflowCompletedListener(func(info *workflow.Info, v converter.EncodedValue, err error) {
@@ -78,6 +83,15 @@ func newSessionHarnessWith(t *testing.T, m *fakeModel, store *transcript.Store, 
 		}
 	})
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name == activities.RunToolName {
+			var in activities.RunToolInput
+			if args.Get(&in) == nil {
+				h.mu.Lock()
+				h.tools = append(h.tools, in.CallID+"@"+info.TaskQueue)
+				h.mu.Unlock()
+			}
+			return
+		}
 		if info.ActivityType.Name != activities.CallModelName {
 			return
 		}
@@ -386,6 +400,43 @@ func TestSessionContinuesAsNewWithAQueuedMessage(t *testing.T) {
 		"user: queued by update", "assistant: Queued one answered.",
 		"user: signalled",
 	}, texts(model.last()))
+}
+
+// A session's turns work in one workspace: each turn starts pinned where
+// the turn before it ended (Result.Workspace), not on the worker that
+// happens to start it, and a turn that re-pinned because that worker was
+// gone takes the next turns with it. Continue-as-new carries the queue.
+func TestSessionTurnsKeepTheirWorkspace(t *testing.T) {
+	const (
+		prev = "default-test-taskqueue/ws/prev"
+		own  = "default-test-taskqueue/ws/own"
+	)
+	store, err := transcript.NewStore(t.TempDir())
+	require.NoError(t, err)
+	model := &fakeModel{replies: []results.Message{
+		calls("", tc("p1", "poke", `{"text":"one"}`)), results.AssistantText("One."),
+		calls("", tc("p2", "poke", `{"text":"two"}`)), calls("", tc("p3", "poke", `{"text":"three"}`)), results.AssistantText("Two."),
+		calls("", tc("p4", "poke", `{"text":"four"}`)), results.AssistantText("Three."),
+	}}
+	h := newSessionHarnessWith(t, model, store, Features{WorkspaceQueue: own})
+	// p2 finds no worker on prev: the turn re-pins to own.
+	h.env.OnActivity(activities.RunToolName, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.RunToolInput) (results.Outcome, error) {
+			if in.CallID == "p2" {
+				return results.FailInternal("unused", "unused"), temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+			}
+			return results.SucceedText("poked " + in.CallID), nil
+		})
+	h.send(time.Minute, "one", nil)
+	h.send(2*time.Minute, "two", nil)
+	h.send(3*time.Minute, "three", nil)
+	next := h.continued(SessionInput{Turn: Input{Tools: []string{"poke"}, Workspace: prev}, TurnsPerRun: 3})
+
+	require.Equal(t, []string{"p1@" + prev, "p2@" + prev, "p3@" + own, "p4@" + own}, h.tools)
+	require.Equal(t, prev, h.turn("chat/turn-1").Workspace)
+	require.Equal(t, own, h.turn("chat/turn-2").Workspace)
+	require.Equal(t, own, h.turn("chat/turn-3").Workspace)
+	require.Equal(t, own, next.Turn.Workspace, "the next run continues in the last turn's workspace")
 }
 
 // Temporal suggests continue-as-new while the session is idle, at the

@@ -119,6 +119,9 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 	if t.fast() {
 		t.live = f
 		t.pin = t.features.WorkspaceQueue
+		if t.pin != "" && t.in.Workspace != "" {
+			t.continueIn(ctx, t.in.Workspace)
+		}
 	}
 	t.byID = map[string]*call{}
 	t.nextSuffix = map[string]int{}
@@ -273,6 +276,7 @@ func (t *turn) finish(ctx workflow.Context) (Result, error) {
 		Steps:          t.step,
 		Usage:          t.usage,
 		InvalidSignals: t.invalidSignals,
+		Workspace:      t.pin,
 	}, nil
 }
 

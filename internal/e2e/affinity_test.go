@@ -159,6 +159,46 @@ func TestWorkspaceWorkerLostFailsClearlyAndTheTurnRepins(t *testing.T) {
 	e.record(run)
 }
 
+// A session's second turn works in the first turn's workspace although
+// another worker runs it: the first worker's workflow worker is gone, its
+// workspace worker is not, and the second turn's file call lands there.
+func TestSessionTurnsStayInOneWorkspace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "session_workspace", stamp())
+	e.taskTimeout = stoppedWorkerTaskTimeout
+	model := e.script(
+		reply("", call("s1", "stamp", map[string]string{"name": "s1"})),
+		expecting(reply("One."), 1, "stamped s1"),
+		expecting(reply("", call("s2", "stamp", map[string]string{"name": "s2"})), 0, "again"),
+		expecting(reply("Two."), 1, "stamped s2"),
+	)
+	a := startPinned(e, "a")
+	run := e.startSession(workflows.SessionInput{Turn: workflows.Input{Model: model, Tools: []string{"stamp"}, User: "ada"}})
+	id := run.GetID()
+	first := e.turnResult(e.send(id, "u1", "Stamp").TurnID)
+	require.Equal(t, workflows.StatusCompleted, first.Status, first.Error)
+	require.Equal(t, a.queue, first.Workspace, "the result says where the workspace is")
+
+	// The session and its next turn move to B; A keeps only its
+	// workspace worker.
+	b := startPinned(e, "b")
+	e.stopWorker(a.main)
+	second := e.send(id, "u2", "Stamp again")
+	res := e.turnResult(second.TurnID)
+	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+	require.Equal(t, results.StateSucceeded, mustCard(t, res.Cards, "s2").State)
+	require.Equal(t, a.queue, res.Workspace)
+	require.Equal(t, []string{"s1", "s2"}, files(t, a.dir), "both turns' files are in one workspace")
+	require.Empty(t, files(t, b.dir))
+	turn2 := e.caller.GetWorkflow(context.Background(), second.TurnID, "")
+	require.Equal(t, 1, scheduled(e.history(turn2), activities.RunToolName, a.queue))
+
+	e.end(id, workflows.End{By: "ada"})
+	e.sessionResult(id)
+	e.recordTo(sessionCorpusDir, "session_workspace", id, run.GetRunID())
+	e.recordTo(corpusDir, "session_workspace_turn", second.TurnID, "")
+}
+
 // pinned is one worker process with a workspace of its own: its workflow
 // worker and the worker polling its workspace queue.
 type pinned struct {
