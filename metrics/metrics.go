@@ -45,9 +45,11 @@ const (
 	ModelTokens = "tollgate_model_tokens"
 	// ToolRun times a tool's run inside RunTool, by Tool.
 	ToolRun = "tollgate_tool_run"
-	// PayloadStoreBytes counts the bytes written to the payload store, by
+	// PayloadStoreBytes counts the bytes sent to the payload store, by
 	// Store: history (payloads too large for history) or output (whole
-	// tool outputs too large for a card).
+	// tool outputs too large for a card). A payload stored again (an
+	// activity retry, the same output twice) counts again, although the
+	// content-addressed store keeps it once: this is traffic, not size.
 	PayloadStoreBytes = "tollgate_payload_store_bytes"
 	// PayloadStoreMisses counts reads that found nothing, by Store:
 	// history or transcript.
