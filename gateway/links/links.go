@@ -1,17 +1,15 @@
 // Package links signs and verifies the tokens of one-click decision links:
 // a URL that approves or denies one waiting call, sent by email or chat.
 //
-// A token is <payload>.<mac>, both base64url without padding: the payload
-// is the JSON of Claims, the mac is HMAC-SHA256 over a context label and
-// the payload. A token only says what its signer meant; the gateway still
+// A token is an internal/signedtoken token: <payload>.<mac>, the payload
+// the JSON of Claims, the mac HMAC-SHA256 over the link label and the
+// payload. A token only says what its signer meant; the gateway still
 // checks that the call waits and that its arguments hash to ArgsHash, and
 // derives the Update id from the token's ID so a link applies at most once.
 package links
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -23,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -36,13 +35,10 @@ var (
 )
 
 const (
-	// MinSecretLen is the shortest secret accepted: HMAC-SHA256 gains
-	// nothing from more than its 32-byte block of entropy, and less makes
-	// the key guessable offline from any one link.
-	MinSecretLen = 32
-	// MaxTokenLen bounds the tokens Verify looks at, so a hostile URL
-	// costs nothing to refuse. Signed tokens are a few hundred bytes.
-	MaxTokenLen = 2048
+	// MinSecretLen is the shortest secret accepted.
+	MinSecretLen = signedtoken.MinSecretLen
+	// MaxTokenLen bounds the tokens Verify looks at and Sign makes.
+	MaxTokenLen = signedtoken.MaxTokenLen
 	// maxFieldLen bounds each string claim, which keeps signed tokens well
 	// under MaxTokenLen.
 	maxFieldLen = 256
@@ -104,32 +100,21 @@ func (c Claims) validate() error {
 // secret can be rotated: put the new one first and keep the old one until
 // the links it signed have expired.
 type Signer struct {
-	keys [][]byte
+	keys *signedtoken.Keys
 }
 
 // NewSigner takes one or more secrets of at least MinSecretLen bytes; the
 // first signs, all verify.
 func NewSigner(secrets ...[]byte) (*Signer, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("links: a signer needs at least one secret")
+	keys, err := signedtoken.NewKeys(secrets...)
+	if err != nil {
+		return nil, fmt.Errorf("links: %w", err)
 	}
-	s := &Signer{}
-	for i, k := range secrets {
-		if len(k) < MinSecretLen {
-			return nil, fmt.Errorf("links: secret %d is %d bytes; at least %d are needed", i+1, len(k), MinSecretLen)
-		}
-		s.keys = append(s.keys, bytes.Clone(k))
-	}
-	return s, nil
+	return &Signer{keys: keys}, nil
 }
 
 // NewID returns a fresh random link id: 16 bytes, base64url.
-func NewID() string {
-	b := make([]byte, 16)
-	// crypto/rand.Read never fails on supported platforms (Go 1.24+).
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func NewID() string { return signedtoken.NewID() }
 
 // Sign returns the token for c. An empty ID is filled with NewID; claims
 // that no link should carry are refused with a sentence.
@@ -143,14 +128,9 @@ func (s *Signer) Sign(c Claims) (string, error) {
 	if err := c.validate(); err != nil {
 		return "", fmt.Errorf("links: %w", err)
 	}
-	payload, err := json.Marshal(c)
+	token, err := s.keys.Seal(macLabel, c)
 	if err != nil {
-		return "", fmt.Errorf("links: encoding claims: %w", err)
-	}
-	p := base64.RawURLEncoding.EncodeToString(payload)
-	token := p + "." + base64.RawURLEncoding.EncodeToString(mac(s.keys[0], p))
-	if len(token) > MaxTokenLen {
-		return "", fmt.Errorf("links: the token would be %d bytes, over the %d a link may carry", len(token), MaxTokenLen)
+		return "", fmt.Errorf("links: %w", err)
 	}
 	return token, nil
 }
@@ -159,41 +139,12 @@ func (s *Signer) Sign(c Claims) (string, error) {
 // against now, and returns its claims. Failures wrap ErrTampered or
 // ErrExpired; claims are returned only when both checks pass.
 func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
-	if len(token) > MaxTokenLen {
-		return Claims{}, fmt.Errorf("%w (token too long)", ErrTampered)
-	}
-	p, sig, ok := strings.Cut(token, ".")
-	if !ok || p == "" || sig == "" {
-		return Claims{}, fmt.Errorf("%w (malformed token)", ErrTampered)
-	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || len(got) != sha256.Size {
-		return Claims{}, fmt.Errorf("%w (malformed signature)", ErrTampered)
-	}
-	match := false
-	for _, k := range s.keys {
-		// hmac.Equal takes the same time wherever the first difference is;
-		// every key is tried so timing does not tell which one matched.
-		if hmac.Equal(got, mac(k, p)) {
-			match = true
-		}
-	}
-	if !match {
-		return Claims{}, fmt.Errorf("%w (signature mismatch)", ErrTampered)
-	}
-	// Only an authentic payload is decoded. A payload we signed that does
-	// not decode or validate means a signer bug or a leaked key: refuse it
-	// the same way.
-	payload, err := base64.RawURLEncoding.DecodeString(p)
-	if err != nil {
-		return Claims{}, fmt.Errorf("%w (malformed payload)", ErrTampered)
-	}
 	var c Claims
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || dec.More() {
-		return Claims{}, fmt.Errorf("%w (unreadable claims)", ErrTampered)
+	if err := s.keys.Open(macLabel, token, &c); err != nil {
+		return Claims{}, fmt.Errorf("%w (%v)", ErrTampered, err)
 	}
+	// An authentic token whose claims do not validate means a signer bug
+	// or a leaked key: refused as tampered.
 	if err := c.validate(); err != nil {
 		return Claims{}, fmt.Errorf("%w (%v)", ErrTampered, err)
 	}
@@ -201,13 +152,6 @@ func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 		return Claims{}, fmt.Errorf("%w (at %s)", ErrExpired, c.Expires.Format(time.RFC3339))
 	}
 	return c, nil
-}
-
-func mac(key []byte, payload string) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(macLabel))
-	h.Write([]byte(payload))
-	return h.Sum(nil)
 }
 
 // ArgsHash is the base64url SHA-256 of args in compact JSON

@@ -271,3 +271,18 @@ func TestLoadSecret(t *testing.T) {
 	_, err = links.LoadSecret(filepath.Join(dir, "missing"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// A link sent by email before a change of this code must still work
+// after it: the token format is fixed.
+func TestTokenFormatIsStable(t *testing.T) {
+	s, err := links.NewSigner([]byte(strings.Repeat("k", 32)))
+	require.NoError(t, err)
+	c := links.Claims{Turn: "t", Call: "c", Decision: "approve", ArgsHash: "h", By: "b", Expires: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), ID: "abc"}
+	const sent = "eyJ0IjoidCIsImMiOiJjIiwiZCI6ImFwcHJvdmUiLCJoIjoiaCIsImIiOiJiIiwiZSI6IjIwMzAtMDEtMDFUMDA6MDA6MDBaIiwiaSI6ImFiYyJ9.79xvjlp5wrRch2Wo7ZQfZmvq2LI1vZWVEjBOe8XIJOU"
+	tok, err := s.Sign(c)
+	require.NoError(t, err)
+	require.Equal(t, sent, tok)
+	got, err := s.Verify(sent, time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	require.Equal(t, c, got)
+}

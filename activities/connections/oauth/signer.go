@@ -1,17 +1,13 @@
 package oauth
 
 import (
-	"bytes"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 )
 
 // Two signed tokens carry a connection request around:
@@ -23,10 +19,10 @@ import (
 //     call and a fresh flow id; it lives minutes, and the gateway applies
 //     each flow id once.
 //
-// Both are <payload>.<mac> in base64url, as the one-click links of
-// gateway/links are, with HMAC-SHA256 under the link secret and a label
-// per kind, so a connect link is never a valid state or a decision link,
-// nor the other way round.
+// Both are internal/signedtoken tokens, as the one-click links of
+// gateway/links are, under the link secret and a label per kind, so a
+// connect link is never a valid state or a decision link, nor the other
+// way round.
 
 // Sentinel errors of Verify.
 var (
@@ -40,11 +36,8 @@ const (
 	KindState   = "state"
 )
 
-const (
-	minSecretLen = 32
-	maxTokenLen  = 2048
-	maxFieldLen  = 256
-)
+// maxFieldLen bounds each string claim.
+const maxFieldLen = 256
 
 // Claims are what a connect link or a state says. Every field is signed.
 type Claims struct {
@@ -83,31 +76,21 @@ func (c Claims) validate() error {
 // Signer signs with its first secret and verifies with all, so the link
 // secret can be rotated as gateway/links allows.
 type Signer struct {
-	keys [][]byte
+	keys *signedtoken.Keys
 }
 
 // NewSigner takes one or more secrets of at least 32 bytes (the link
 // secret: TOLLGATE_LINK_SECRET_FILE).
 func NewSigner(secrets ...[]byte) (*Signer, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("oauth: a signer needs at least one secret")
+	keys, err := signedtoken.NewKeys(secrets...)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
 	}
-	s := &Signer{}
-	for i, k := range secrets {
-		if len(k) < minSecretLen {
-			return nil, fmt.Errorf("oauth: secret %d is %d bytes; at least %d are needed", i+1, len(k), minSecretLen)
-		}
-		s.keys = append(s.keys, bytes.Clone(k))
-	}
-	return s, nil
+	return &Signer{keys: keys}, nil
 }
 
 // NewID returns a fresh random id: 16 bytes, base64url.
-func NewID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func NewID() string { return signedtoken.NewID() }
 
 // Sign returns the token of kind for c; an empty ID is filled.
 func (s *Signer) Sign(kind string, c Claims) (string, error) {
@@ -118,14 +101,9 @@ func (s *Signer) Sign(kind string, c Claims) (string, error) {
 	if err := c.validate(); err != nil {
 		return "", fmt.Errorf("oauth: a %s token %w", kind, err)
 	}
-	payload, err := json.Marshal(c)
+	tok, err := s.keys.Seal(label(kind), c)
 	if err != nil {
-		return "", fmt.Errorf("oauth: encode claims: %w", err)
-	}
-	p := base64.RawURLEncoding.EncodeToString(payload)
-	tok := p + "." + base64.RawURLEncoding.EncodeToString(mac(s.keys[0], kind, p))
-	if len(tok) > maxTokenLen {
-		return "", fmt.Errorf("oauth: the %s token would be %d bytes, over %d", kind, len(tok), maxTokenLen)
+		return "", fmt.Errorf("oauth: the %s token: %w", kind, err)
 	}
 	return tok, nil
 }
@@ -134,35 +112,9 @@ func (s *Signer) Sign(kind string, c Claims) (string, error) {
 // of a forged token is read), then its expiry against now. Failures wrap
 // ErrTampered or ErrExpired.
 func (s *Signer) Verify(kind, token string, now time.Time) (Claims, error) {
-	if len(token) > maxTokenLen {
-		return Claims{}, fmt.Errorf("%w (too long)", ErrTampered)
-	}
-	p, sig, ok := strings.Cut(token, ".")
-	if !ok || p == "" || sig == "" {
-		return Claims{}, fmt.Errorf("%w (malformed)", ErrTampered)
-	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || len(got) != sha256.Size {
-		return Claims{}, fmt.Errorf("%w (malformed signature)", ErrTampered)
-	}
-	match := false
-	for _, k := range s.keys {
-		if hmac.Equal(got, mac(k, kind, p)) {
-			match = true
-		}
-	}
-	if !match {
-		return Claims{}, fmt.Errorf("%w (signature mismatch)", ErrTampered)
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(p)
-	if err != nil {
-		return Claims{}, fmt.Errorf("%w (malformed payload)", ErrTampered)
-	}
 	var c Claims
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || dec.More() {
-		return Claims{}, fmt.Errorf("%w (unreadable claims)", ErrTampered)
+	if err := s.keys.Open(label(kind), token, &c); err != nil {
+		return Claims{}, fmt.Errorf("%w (%v)", ErrTampered, err)
 	}
 	if err := c.validate(); err != nil {
 		return Claims{}, fmt.Errorf("%w (%v)", ErrTampered, err)
@@ -176,18 +128,8 @@ func (s *Signer) Verify(kind, token string, now time.Time) (Claims, error) {
 // MAC is a keyed hash of parts under the first secret with label, for the
 // values the flow binds to a browser (the PKCE cookie).
 func (s *Signer) MAC(label string, parts ...string) []byte {
-	h := hmac.New(sha256.New, s.keys[0])
-	h.Write([]byte("tollgate oauth " + label + "\x00"))
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return h.Sum(nil)
+	return s.keys.MAC("tollgate oauth "+label+"\x00", parts...)
 }
 
-func mac(key []byte, kind, payload string) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte("tollgate oauth " + kind + " v1\x00"))
-	h.Write([]byte(payload))
-	return h.Sum(nil)
-}
+// label separates each kind's MACs from the others' and from links'.
+func label(kind string) string { return "tollgate oauth " + kind + " v1\x00" }
