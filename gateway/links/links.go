@@ -17,9 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
@@ -39,9 +37,6 @@ const (
 	MinSecretLen = signedtoken.MinSecretLen
 	// MaxTokenLen bounds the tokens Verify looks at and Sign makes.
 	MaxTokenLen = signedtoken.MaxTokenLen
-	// maxFieldLen bounds each string claim, which keeps signed tokens well
-	// under MaxTokenLen.
-	maxFieldLen = 256
 	// maxSecretFile bounds what LoadSecret reads.
 	maxSecretFile = 4096
 )
@@ -72,26 +67,14 @@ func (c Claims) UpdateID() string { return "link-" + c.ID }
 
 // validate says in a sentence what makes c unfit to sign.
 func (c Claims) validate() error {
-	for _, f := range []struct{ name, v string }{
-		{"turn", c.Turn}, {"call", c.Call}, {"arguments hash", c.ArgsHash}, {"principal (by)", c.By}, {"id", c.ID},
-	} {
-		if f.v == "" {
-			return fmt.Errorf("a link needs a %s", f.name)
-		}
-		if len(f.v) > maxFieldLen || !utf8.ValidString(f.v) {
-			return fmt.Errorf("the link's %s must be valid UTF-8 of at most %d bytes", f.name, maxFieldLen)
-		}
+	err := signedtoken.CheckClaims(c.ID, c.Expires,
+		signedtoken.Field{Name: "turn", Value: c.Turn}, signedtoken.Field{Name: "call", Value: c.Call},
+		signedtoken.Field{Name: "arguments hash", Value: c.ArgsHash}, signedtoken.Field{Name: "principal (by)", Value: c.By})
+	if err != nil {
+		return fmt.Errorf("a link %w", err)
 	}
 	if c.Decision != results.DecisionApprove && c.Decision != results.DecisionDeny {
 		return fmt.Errorf("a link can only approve or deny, not %q", c.Decision)
-	}
-	if c.Expires.IsZero() {
-		return fmt.Errorf("a link needs an expiry")
-	}
-	// The ID becomes part of an Update id, so keep it to the characters
-	// our own IDs use.
-	if strings.Trim(c.ID, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
-		return fmt.Errorf("the link's id must be base64url characters only")
 	}
 	return nil
 }

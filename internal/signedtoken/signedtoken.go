@@ -19,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -29,6 +31,9 @@ const (
 	// MaxTokenLen bounds the tokens Open looks at, so a hostile URL costs
 	// nothing to refuse, and the tokens Seal makes.
 	MaxTokenLen = 2048
+	// MaxFieldLen bounds each string claim, which keeps tokens well under
+	// MaxTokenLen.
+	MaxFieldLen = 256
 )
 
 // Keys sign with the first secret and verify with all of them, so a
@@ -134,4 +139,39 @@ func mac(secret []byte, label, payload string) []byte {
 	h.Write([]byte(label))
 	h.Write([]byte(payload))
 	return h.Sum(nil)
+}
+
+// Field is one string claim, named as an error names it.
+type Field struct {
+	Name, Value string
+}
+
+// CheckClaims says in words what makes claims unfit to sign, or, in a
+// token that verified, to trust: a string claim that is empty, longer than
+// MaxFieldLen or not UTF-8, an id of other than base64url characters (it
+// becomes part of an Update id), or no expiry. The id is checked as a
+// field too. Its sentence reads after "a link" or "a connect token".
+func CheckClaims(id string, expires time.Time, fields ...Field) error {
+	for _, f := range append(fields, Field{"id", id}) {
+		if f.Value == "" {
+			return fmt.Errorf("needs %s %s", article(f.Name), f.Name)
+		}
+		if len(f.Value) > MaxFieldLen || !utf8.ValidString(f.Value) {
+			return fmt.Errorf("has %s %s that is not valid UTF-8 of at most %d bytes", article(f.Name), f.Name, MaxFieldLen)
+		}
+	}
+	if strings.Trim(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+		return errors.New("has an id that is not base64url characters only")
+	}
+	if expires.IsZero() {
+		return errors.New("needs an expiry")
+	}
+	return nil
+}
+
+func article(name string) string {
+	if strings.ContainsRune("aeiou", rune(name[0])) {
+		return "an"
+	}
+	return "a"
 }

@@ -3,6 +3,7 @@ package signedtoken
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -94,4 +95,20 @@ func TestMACSeparatesParts(t *testing.T) {
 	require.NotEqual(t, k.MAC("l", "ab", "c"), k.MAC("l", "a", "bc"))
 	require.NotEqual(t, k.MAC("l", "a"), k.MAC("m", "a"))
 	require.Equal(t, k.MAC("l", "a", "b"), keys(t, "a", "b").MAC("l", "a", "b"), "the first secret MACs")
+}
+
+func TestCheckClaims(t *testing.T) {
+	exp := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	turn := func(v string) Field { return Field{Name: "turn", Value: v} }
+	require.NoError(t, CheckClaims("abc-_9", exp, turn("t")))
+	for want, err := range map[string]error{
+		"needs a turn": CheckClaims("abc", exp, turn("")),
+		"needs an id":  CheckClaims("", exp, turn("t")),
+		"has a turn that is not valid UTF-8 of at most 256 bytes": CheckClaims("abc", exp, turn(strings.Repeat("x", MaxFieldLen+1))),
+		"not valid UTF-8": CheckClaims("abc", exp, turn("\xff")),
+		"not base64url":   CheckClaims("a/b", exp, turn("t")),
+		"needs an expiry": CheckClaims("abc", time.Time{}, turn("t")),
+	} {
+		require.ErrorContains(t, err, want)
+	}
 }

@@ -3,9 +3,7 @@ package oauth
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 )
@@ -36,9 +34,6 @@ const (
 	KindState   = "state"
 )
 
-// maxFieldLen bounds each string claim.
-const maxFieldLen = 256
-
 // Claims are what a connect link or a state says. Every field is signed.
 type Claims struct {
 	Turn     string    `json:"t"`
@@ -56,21 +51,9 @@ type Claims struct {
 func (c Claims) UpdateID() string { return "oauth-" + c.ID }
 
 func (c Claims) validate() error {
-	for _, f := range []struct{ name, v string }{{"turn", c.Turn}, {"call", c.Call}, {"user", c.User}, {"provider", c.Provider}, {"id", c.ID}} {
-		if f.v == "" {
-			return fmt.Errorf("needs a %s", f.name)
-		}
-		if len(f.v) > maxFieldLen || !utf8.ValidString(f.v) {
-			return fmt.Errorf("its %s must be valid UTF-8 of at most %d bytes", f.name, maxFieldLen)
-		}
-	}
-	if strings.Trim(c.ID, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
-		return errors.New("its id must be base64url characters only")
-	}
-	if c.Expires.IsZero() {
-		return errors.New("needs an expiry")
-	}
-	return nil
+	return signedtoken.CheckClaims(c.ID, c.Expires,
+		signedtoken.Field{Name: "turn", Value: c.Turn}, signedtoken.Field{Name: "call", Value: c.Call},
+		signedtoken.Field{Name: "user", Value: c.User}, signedtoken.Field{Name: "provider", Value: c.Provider})
 }
 
 // Signer signs with its first secret and verifies with all, so the link
