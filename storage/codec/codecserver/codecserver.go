@@ -48,7 +48,8 @@ type Options struct {
 	// Web UIs allowed to call from a browser. Requests without an Origin
 	// header (the CLI, curl) are not browsers and are not checked.
 	UIOrigins []string
-	// Namespaces, when set, are the only values of X-Namespace accepted.
+	// Namespaces, when set, are the only values of X-Namespace accepted,
+	// and a request without the header is refused.
 	Namespaces []string
 	// MaxBody limits the request body; 0 means DefaultMaxBody.
 	MaxBody int64
@@ -151,9 +152,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, http.StatusUnauthorized, "a valid bearer token is required")
 		return
 	}
-	if ns := r.Header.Get("X-Namespace"); ns != "" && len(h.opts.Namespaces) > 0 && !slices.Contains(h.opts.Namespaces, ns) {
-		h.refuse(w, r, http.StatusForbidden, "namespace not served here")
-		return
+	if len(h.opts.Namespaces) > 0 {
+		// A missing header must not skip the allowlist: the Web UI and
+		// the CLI always send one, so a request without it is not theirs.
+		ns := r.Header.Get("X-Namespace")
+		if ns == "" {
+			h.refuse(w, r, http.StatusBadRequest, "This codec server serves only named namespaces; send the X-Namespace header with one of them.")
+			return
+		}
+		if !slices.Contains(h.opts.Namespaces, ns) {
+			h.refuse(w, r, http.StatusForbidden, fmt.Sprintf("This codec server does not serve the namespace %q.", ns))
+			return
+		}
 	}
 
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))

@@ -225,3 +225,33 @@ func TestOptionsAndTokens(t *testing.T) {
 	_, err = codecserver.LoadTokens(path)
 	require.ErrorContains(t, err, "holds no tokens")
 }
+
+// With namespaces configured, a request that names none is refused: the
+// allowlist would otherwise be skipped by leaving the header out.
+func TestNamespacesRequireHeader(t *testing.T) {
+	f := serve(t, func(o *codecserver.Options) { o.Namespaces = []string{"prod"} })
+	plain, err := converter.GetDefaultDataConverter().ToPayload("marker-ns-7")
+	require.NoError(t, err)
+	sealed, err := f.keys.Encode([]*commonpb.Payload{plain})
+	require.NoError(t, err)
+	bearer := "Bearer " + token
+
+	for _, path := range []string{"/decode", "/encode"} {
+		resp, out := post(t, f.url+path, body(t, sealed...), map[string]string{"Authorization": bearer})
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, string(out))
+		require.Contains(t, string(out), "X-Namespace")
+		require.NotContains(t, string(out), "marker-ns-7")
+	}
+	resp, out := post(t, f.url+"/decode", body(t, sealed...), map[string]string{"Authorization": bearer, "X-Namespace": "dev"})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, string(out))
+	require.Contains(t, string(out), `"dev"`)
+	resp, out = post(t, f.url+"/decode", body(t, sealed...), map[string]string{"Authorization": bearer, "X-Namespace": "prod"})
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(out))
+	require.Contains(t, string(out), `"payloads"`)
+
+	// Without a namespace list every request is served, header or not,
+	// as before.
+	open := serve(t, nil)
+	resp, out = post(t, open.url+"/encode", body(t, plain), map[string]string{"Authorization": bearer})
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(out))
+}

@@ -31,7 +31,7 @@ func main() {
 		keysFile   = flag.String("keys-file", os.Getenv(codec.EnvKeysFile), "keys file, one `id:base64` a line, the first encrypts ("+codec.EnvKeysFile+")")
 		tokenFile  = flag.String("token-file", os.Getenv("TOLLGATE_CODEC_TOKEN_FILE"), "bearer tokens callers must present, one a line (TOLLGATE_CODEC_TOKEN_FILE)")
 		uiOrigin   = flag.String("ui-origin", "http://localhost:8233", "origins of the Web UIs allowed to call from a browser, comma-separated (scheme://host:port)")
-		namespaces = flag.String("namespaces", "", "comma-separated namespaces served (X-Namespace); empty serves all")
+		namespaces = flag.String("namespaces", "", "comma-separated namespaces served; a request must name one in X-Namespace. Empty serves all")
 		tlsCert    = flag.String("tls-cert", "", "TLS certificate file (a UI served over https needs an https codec endpoint)")
 		tlsKey     = flag.String("tls-key", "", "TLS key file")
 		newKey     = flag.String("new-key", "", "print a new keys file line with this `id` and exit")
