@@ -7,7 +7,11 @@
 // The cipher is AES-256-GCM. Each sealed value names the key that sealed
 // it, so keys rotate: a Keyring has one encrypt key and any number of
 // decrypt-only keys for what older keys sealed. Values of CompressAbove
-// bytes or more are compressed (DEFLATE) before they are encrypted.
+// bytes or more are compressed (DEFLATE) before they are encrypted, unless
+// the keys file says `compression=off`: compressing before encrypting
+// lets a ciphertext's length reveal how much attacker-supplied text
+// matches a secret in the same value. Decoding reads compressed values
+// either way.
 //
 // Keys come from a keys file named by TOLLGATE_CODEC_KEYS_FILE (see Parse
 // for the format), so the worker, the starter, the gateway and the
@@ -89,6 +93,8 @@ var keyIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 type Keyring struct {
 	encrypt string
 	aeads   map[string]cipher.AEAD
+	// noCompress: the zero value compresses, as keyrings always did.
+	noCompress bool
 }
 
 var _ converter.PayloadCodec = (*Keyring)(nil)
@@ -125,45 +131,93 @@ func New(keys ...Key) (*Keyring, error) {
 // Parse reads a keys file: one key a line, `id:base64`, where base64 is
 // the standard encoding of 32 random bytes (`openssl rand -base64 32`).
 // The first key encrypts; the keys after it only decrypt, for what older
-// keys sealed. Blank lines and lines starting with '#' are ignored.
+// keys sealed. Blank lines and lines starting with '#' are ignored. The
+// line `compression=off` stops compression before encryption (the
+// default, `compression=deflate`, compresses values of CompressAbove
+// bytes or more); builds before the option refuse a file that has it.
 //
 //	# rotated 2026-11-30; 2026-05 stays until nothing sealed with it is read
+//	compression=off
 //	2026-11:3q2+7w...=
 //	2026-05:Zm9vYmFy...=
 func Parse(data []byte) (*Keyring, error) {
-	keys, err := ParseKeys(data)
+	keys, opts, err := parseFile(data)
 	if err != nil {
 		return nil, err
 	}
-	return New(keys...)
+	k, err := New(keys...)
+	if err != nil {
+		return nil, err
+	}
+	return k.WithCompression(!opts.noCompress), nil
 }
 
-// ParseKeys reads a keys file (see Parse) into its keys, in file order.
+// ParseKeys reads a keys file (see Parse) into its keys, in file order;
+// options are checked and left out.
 func ParseKeys(data []byte) ([]Key, error) {
+	keys, _, err := parseFile(data)
+	return keys, err
+}
+
+// fileOptions are the keys file's `name=value` lines.
+type fileOptions struct {
+	compressionSet bool
+	noCompress     bool
+}
+
+func parseFile(data []byte) ([]Key, fileOptions, error) {
 	var keys []Key
+	var opts fileOptions
 	for n, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		// A key id cannot hold '=' and a key line's base64 comes after
+		// its ':', so a line with '=' and no ':' is an option.
+		if name, value, ok := strings.Cut(line, "="); ok && !strings.Contains(line, ":") {
+			if err := opts.set(strings.TrimSpace(name), strings.TrimSpace(value)); err != nil {
+				return nil, opts, fmt.Errorf("codec: keys file line %d: %w", n+1, err)
+			}
+			continue
+		}
 		id, secret, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, fmt.Errorf("codec: keys file line %d is not id:base64-key", n+1)
+			return nil, opts, fmt.Errorf("codec: keys file line %d is not id:base64-key", n+1)
 		}
 		id, secret = strings.TrimSpace(id), strings.TrimSpace(secret)
 		raw, err := base64.StdEncoding.DecodeString(secret)
 		if err != nil {
 			if raw, err = base64.RawStdEncoding.DecodeString(secret); err != nil {
 				// The error would quote key material; say where instead.
-				return nil, fmt.Errorf("codec: keys file line %d (key %q): the key is not standard base64", n+1, id)
+				return nil, opts, fmt.Errorf("codec: keys file line %d (key %q): the key is not standard base64", n+1, id)
 			}
 		}
 		keys = append(keys, Key{ID: id, Secret: raw})
 	}
 	if len(keys) == 0 {
-		return nil, errors.New("codec: the keys file holds no keys (one `id:base64-key` a line)")
+		return nil, opts, errors.New("codec: the keys file holds no keys (one `id:base64-key` a line)")
 	}
-	return keys, nil
+	return keys, opts, nil
+}
+
+func (o *fileOptions) set(name, value string) error {
+	switch name {
+	case "compression":
+		if o.compressionSet {
+			return errors.New("compression is set twice")
+		}
+		switch value {
+		case "off":
+			o.noCompress = true
+		case CompressionDeflate:
+		default:
+			return fmt.Errorf("compression is %q or %q, not %q", "off", CompressionDeflate, value)
+		}
+		o.compressionSet = true
+		return nil
+	}
+	return fmt.Errorf("unknown option %q (the keys file knows compression=off|deflate)", name)
 }
 
 // LoadFile reads and parses a keys file.
@@ -209,6 +263,17 @@ func NewKey(id string) (Key, error) {
 // Line is the key as a keys file line.
 func (k Key) Line() string { return k.ID + ":" + base64.StdEncoding.EncodeToString(k.Secret) }
 
+// WithCompression is the keyring with compression before encryption on
+// or off; k itself is unchanged. Decoding is the same either way.
+func (k *Keyring) WithCompression(on bool) *Keyring {
+	c := *k
+	c.noCompress = !on
+	return &c
+}
+
+// Compresses says whether the keyring compresses what it encrypts.
+func (k *Keyring) Compresses() bool { return !k.noCompress }
+
 // EncryptKeyID names the key new values are sealed with.
 func (k *Keyring) EncryptKeyID() string { return k.encrypt }
 
@@ -231,7 +296,8 @@ func (k *Keyring) DataConverter() converter.DataConverter {
 }
 
 // Encode encrypts each payload whole (its metadata too, so the original
-// encoding is private), compressing large ones first.
+// encoding is private), compressing large ones first
+// unless the keys file turned compression off.
 func (k *Keyring) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
@@ -239,7 +305,7 @@ func (k *Keyring) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, err
 		if err != nil {
 			return nil, fmt.Errorf("codec: serialize payload %d: %w", i+1, err)
 		}
-		plain, compressed, err := maybeCompress(plain)
+		plain, compressed, err := k.maybeCompress(plain)
 		if err != nil {
 			return nil, err
 		}
@@ -313,7 +379,7 @@ const (
 // Seal encrypts a blob with the encrypt key into a self-describing value
 // Open reads: the key id travels in its header.
 func (k *Keyring) Seal(plaintext []byte) ([]byte, error) {
-	plain, compressed, err := maybeCompress(plaintext)
+	plain, compressed, err := k.maybeCompress(plaintext)
 	if err != nil {
 		return nil, err
 	}
@@ -407,9 +473,10 @@ func payloadAAD(id string, compressed bool) []byte {
 	return aad
 }
 
-// maybeCompress deflates b when it is large and the result is smaller.
-func maybeCompress(b []byte) ([]byte, bool, error) {
-	if len(b) < CompressAbove {
+// maybeCompress deflates b when compression is on, b is large and the
+// result is smaller.
+func (k *Keyring) maybeCompress(b []byte) ([]byte, bool, error) {
+	if k.noCompress || len(b) < CompressAbove {
 		return b, false, nil
 	}
 	var buf bytes.Buffer

@@ -234,3 +234,74 @@ func TestDataConverter(t *testing.T) {
 	err = converter.GetDefaultDataConverter().FromPayload(p, &got)
 	require.Error(t, err)
 }
+
+// Compressing before encrypting lets the ciphertext's length say how much
+// attacker text matched a secret in the same payload. `compression=off`
+// in the keys file turns it off for payloads and sealed blobs; what was
+// compressed before still opens, whichever way a keyring is set.
+func TestCompressionOffInKeysFile(t *testing.T) {
+	k1 := key(t, "k1")
+	on, err := codec.Parse([]byte(k1.Line() + "\n"))
+	require.NoError(t, err)
+	off, err := codec.Parse([]byte("# no length side channel\ncompression=off\n" + k1.Line() + "\n"))
+	require.NoError(t, err)
+	require.Equal(t, "k1", off.EncryptKeyID())
+	require.Equal(t, []string{"k1"}, off.KeyIDs(), "an option is not a key")
+
+	secret := "token=sk-live-7f3a9c01d2e4"
+	guess := func(g string) *commonpb.Payload {
+		return payload(t, strings.Repeat("filler text the page returned. ", 60)+g+" ... "+secret)
+	}
+	right, wrong := guess("token=sk-live-7f3a9c01d2e4"), guess("token=qx-wade-1b8e4z77h6k5")
+	require.Equal(t, len(right.Data), len(wrong.Data))
+
+	enc, err := off.Encode([]*commonpb.Payload{right, wrong})
+	require.NoError(t, err)
+	for _, p := range enc {
+		require.NotContains(t, p.Metadata, codec.MetadataCompressed)
+	}
+	require.Equal(t, len(enc[0].Data), len(enc[1].Data), "the length says nothing about the guess")
+	encOn, err := on.Encode([]*commonpb.Payload{right, wrong})
+	require.NoError(t, err)
+	require.Equal(t, codec.CompressionDeflate, string(encOn[0].Metadata[codec.MetadataCompressed]))
+
+	// Either keyring reads what the other wrote.
+	for _, pair := range [][2]*codec.Keyring{{on, off}, {off, on}} {
+		src, err := pair[0].Encode([]*commonpb.Payload{right})
+		require.NoError(t, err)
+		dec, err := pair[1].Decode(src)
+		require.NoError(t, err)
+		require.Equal(t, right.Data, dec[0].Data)
+	}
+
+	blob := bytes.Repeat([]byte("transcript line with a secret "), 100)
+	sealed, err := off.Seal(blob)
+	require.NoError(t, err)
+	require.Greater(t, len(sealed), len(blob), "a sealed blob is not compressed")
+	got, err := on.Open(sealed)
+	require.NoError(t, err)
+	require.Equal(t, blob, got)
+	sealedOn, err := on.Seal(blob)
+	require.NoError(t, err)
+	require.Less(t, len(sealedOn), len(blob))
+	got, err = off.Open(sealedOn)
+	require.NoError(t, err)
+	require.Equal(t, blob, got, "a value compressed before compression was turned off still opens")
+
+	explicit, err := codec.Parse([]byte("compression=deflate\n" + k1.Line()))
+	require.NoError(t, err)
+	encOn, err = explicit.Encode([]*commonpb.Payload{right})
+	require.NoError(t, err)
+	require.Equal(t, codec.CompressionDeflate, string(encOn[0].Metadata[codec.MetadataCompressed]))
+
+	for name, tc := range map[string]struct{ file, want string }{
+		"unknown value":  {"compression=gzip\n" + k1.Line(), `line 1: compression is "off" or "deflate", not "gzip"`},
+		"unknown option": {"padding=on\n" + k1.Line(), `line 1: unknown option "padding"`},
+		"twice":          {"compression=off\ncompression=off\n" + k1.Line(), "line 2: compression is set twice"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := codec.Parse([]byte(tc.file))
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
