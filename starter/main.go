@@ -134,6 +134,8 @@ var verbs = []verb{
 		"GITHUB_TOKEN=... starter connect github --token-env GITHUB_TOKEN", (*cli).cmdConnect},
 	{"disconnect", "PROVIDER [--user U] [--oauth-providers FILE]", "forget a user's connection in the data directory, revoking an OAuth token at its provider",
 		"starter disconnect github", (*cli).cmdDisconnect},
+	{"connections", "migrate", "seal the plain token files of the data directory's connection store with the codec keys (once, when encryption is turned on)",
+		"TOLLGATE_CODEC_KEYS_FILE=tollgate-keys starter connections migrate", (*cli).cmdConnections},
 	{"cancel", "ID [CALL]", "with CALL, end that call's wait; without, cancel the whole turn",
 		"starter cancel tollgate-3f2a9c01", (*cli).cmdCancel},
 	{"raw", "ID CALL", "print a call's whole output, which the card may only reference when it is large",

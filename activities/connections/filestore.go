@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/storage/atomicfile"
@@ -32,9 +33,10 @@ var _ Store = (*FileStore)(nil)
 
 // FileStoreOptions configure a FileStore.
 type FileStoreOptions struct {
-	// Sealer, when set, encrypts every file written; files written
-	// without one (before encryption was turned on) are still read, and
-	// sealed again on their next write.
+	// Sealer, when set, encrypts every file written and refuses to read
+	// plain ones: files written without one (before encryption was
+	// turned on) are refused with ErrUnsealed until SealPlainFiles seals
+	// them, or a Put replaces them.
 	Sealer Sealer
 }
 
@@ -129,14 +131,21 @@ func (s *FileStore) Get(ctx context.Context, user, provider string) (Credential,
 	if err != nil {
 		return Credential{}, fmt.Errorf("connections: read %s/%s: %w", user, provider, err)
 	}
-	if rest, ok := bytes.CutPrefix(data, []byte(sealedMagic)); ok {
-		if s.sealer == nil {
-			return Credential{}, fmt.Errorf("connections: %s/%s is encrypted and this store has no key to open it", user, provider)
-		}
+	rest, isSealed := bytes.CutPrefix(data, []byte(sealedMagic))
+	switch {
+	case isSealed && s.sealer == nil:
+		return Credential{}, fmt.Errorf("connections: %s/%s is encrypted and this store has no key to open it", user, provider)
+	case isSealed:
 		if data, err = s.sealer.Open(rest); err != nil {
 			// The sealer's own words name no plaintext; keep them for the operator.
 			return Credential{}, fmt.Errorf("connections: %s/%s could not be decrypted: %w", user, provider, err)
 		}
+	case s.sealer != nil:
+		// Anyone who can write the data directory could have put a plain
+		// file here; serving it would hand their token to this user's
+		// tools. Files that predate encryption are sealed on purpose, by
+		// the migration, not trusted on read.
+		return Credential{}, fmt.Errorf("connections: %s/%s is %w while this store seals its tokens, so it is refused; if the file is yours, seal the store's plain files with `starter connections migrate` (same TOLLGATE_DATA and TOLLGATE_CODEC_KEYS_FILE)", user, provider, ErrUnsealed)
 	}
 	var c Credential
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -201,4 +210,87 @@ func (s *FileStore) Delete(ctx context.Context, user, provider string) error {
 		return fmt.Errorf("connections: delete %s/%s: %w", user, provider, err)
 	}
 	return nil
+}
+
+// ErrUnsealed is returned, wrapped, by Get on a store that seals when the
+// credential file holds plain text.
+var ErrUnsealed = errors.New("stored unencrypted")
+
+// SealPlainFiles is the migration to a sealed store: it seals, in place
+// and atomically, every plain credential file, and returns the
+// "user/provider" names it sealed. A file that is not a valid credential
+// of its own user and provider is left as it is and reported in the
+// error, with the rest still sealed. Run it before workers start sealing,
+// or while none connects accounts: a connection made between reading a
+// file and replacing it would be lost.
+func (s *FileStore) SealPlainFiles(ctx context.Context) ([]string, error) {
+	if s.sealer == nil {
+		return nil, errors.New("connections: this store has no key to seal files with")
+	}
+	users, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("connections: list %s: %w", s.dir, err)
+	}
+	var sealed []string
+	var problems []error
+	for _, u := range users {
+		// Links are not followed: a migration must not write outside the store.
+		if !u.IsDir() || ValidName(u.Name()) != nil {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(s.dir, u.Name()))
+		if err != nil {
+			problems = append(problems, fmt.Errorf("connections: list %s: %w", u.Name(), err))
+			continue
+		}
+		for _, f := range files {
+			provider, ok := strings.CutSuffix(f.Name(), ".json")
+			if !ok || !f.Type().IsRegular() || ValidName(provider) != nil {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return sealed, err
+			}
+			did, err := s.sealPlain(u.Name(), provider)
+			if err != nil {
+				problems = append(problems, err)
+			} else if did {
+				sealed = append(sealed, u.Name()+"/"+provider)
+			}
+		}
+	}
+	return sealed, errors.Join(problems...)
+}
+
+// sealPlain seals one file if it is plain; false when it was sealed already.
+func (s *FileStore) sealPlain(user, provider string) (bool, error) {
+	path := s.path(user, provider)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("connections: read %s/%s: %w", user, provider, err)
+	}
+	if bytes.HasPrefix(data, []byte(sealedMagic)) {
+		return false, nil
+	}
+	var c Credential
+	if err := json.Unmarshal(data, &c); err != nil || validCredential(c) != nil {
+		// The decoder's message may quote file content, which is a token.
+		return false, fmt.Errorf("connections: %s/%s is not a valid credential file; left unsealed", user, provider)
+	}
+	if c.User != user || c.Provider != provider {
+		return false, fmt.Errorf("connections: the file for %s/%s holds %s/%s; left unsealed", user, provider, c.User, c.Provider)
+	}
+	box, err := s.sealer.Seal(data)
+	if err != nil {
+		return false, fmt.Errorf("connections: encrypt %s/%s: %w", user, provider, err)
+	}
+	// A worker may have stored a fresh, sealed token since the read; the
+	// old plain one must not replace it.
+	if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, data) {
+		return false, fmt.Errorf("connections: %s/%s changed while it was being sealed; run the migration again", user, provider)
+	}
+	if err := atomicfile.Write(path, append([]byte(sealedMagic), box...), filePerm); err != nil {
+		return false, fmt.Errorf("connections: write %s/%s: %w", user, provider, err)
+	}
+	return true, nil
 }
