@@ -274,18 +274,26 @@ func (s *Store) write(ctx context.Context, sp Space, key string, data []byte) er
 			return f.Chmod(filePerm)
 		},
 	}
-	w, err := s.bucket.NewWriter(ctx, key, opts)
+	// Close commits whatever was written, a partial blob too; only a
+	// writer whose context is cancelled first aborts (gocloud.dev/blob's
+	// NewWriter contract), leaving nothing under key.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := s.bucket.NewWriter(wctx, key, opts)
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(data); err != nil {
+	abort := func(err error) error {
+		cancel()
 		_ = w.Close()
 		return err
 	}
+	if _, err := w.Write(data); err != nil {
+		return abort(err)
+	}
 	if sp.Durable && f != nil {
 		if err := f.Sync(); err != nil {
-			_ = w.Close()
-			return err
+			return abort(err)
 		}
 	}
 	if err := w.Close(); err != nil {
