@@ -62,6 +62,7 @@ func (o *Outcome) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("decode outcome: %w", err)
 	}
 	got := Outcome(w.outcomeFields)
+	got.Success.dropUnsafeSources()
 	if err := got.Validate(); err != nil {
 		return fmt.Errorf("decode outcome: %w", err)
 	}
@@ -116,6 +117,7 @@ func (c *Card) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("decode card: %w", err)
 	}
 	got := Card(w.cardFields)
+	got.Output.dropUnsafeSources()
 	if err := got.Validate(); err != nil {
 		return fmt.Errorf("decode card: %w", err)
 	}

@@ -2,7 +2,10 @@ package results
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 )
 
 // formatVersion is written into every encoded Outcome and Card. Decoders
@@ -65,10 +68,53 @@ func MediaPart(mediaType string, data []byte) Part {
 
 func JSONPart(v json.RawMessage) Part { return Part{Type: PartJSON, JSON: v} }
 
-// Source is something the output was drawn from that the model may cite.
+// Source is something the output was drawn from that the model may cite
+// and a card may link: an absolute http or https URL (see Validate).
 type Source struct {
 	URL   string `json:"url"`
 	Title string `json:"title,omitempty"`
+}
+
+// Validate reports whether s is a source a person may follow from a card:
+// an absolute http(s) URL with a host, with no spaces or control
+// characters. Tools relay URLs that servers and pages chose, and a
+// javascript: or data: URL shown as a link runs in whoever clicks it, so
+// this is checked here, once, for every tool; a tool with a link of
+// another kind says it in its text.
+func (s Source) Validate() error {
+	if s.URL == "" {
+		return errors.New("has no url")
+	}
+	if strings.ContainsFunc(s.URL, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return errors.New("has a url with spaces or control characters; sources are http(s) URLs")
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return fmt.Errorf("has a url that does not parse as an http(s) URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return errors.New("has a url that is not an absolute http(s) URL")
+	}
+	return nil
+}
+
+// dropUnsafeSources removes the sources with a URL Validate refuses, so
+// that an outcome or card stored before sources were checked still
+// decodes (a turn's history must replay) without them. A source without a
+// URL was never valid and is still an error.
+func (s *Success) dropUnsafeSources() {
+	if s == nil {
+		return
+	}
+	kept := s.Sources[:0:0]
+	for _, src := range s.Sources {
+		if src.URL == "" || src.Validate() == nil {
+			kept = append(kept, src)
+		}
+	}
+	if len(kept) < len(s.Sources) {
+		s.Sources = kept
+	}
 }
 
 // FileDiff is a change a tool made to one file, as a unified diff.
@@ -314,8 +360,8 @@ func (s *Success) validate() error {
 		}
 	}
 	for i, src := range s.Sources {
-		if src.URL == "" {
-			return fmt.Errorf("success source %d has no url", i)
+		if err := src.Validate(); err != nil {
+			return fmt.Errorf("success source %d %w", i, err)
 		}
 	}
 	for i, d := range s.Diffs {

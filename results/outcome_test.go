@@ -193,7 +193,7 @@ func TestOutcomeValidateRejectsMalformed(t *testing.T) {
 		{"media part without media type", results.Succeed(results.MediaPart("", []byte{1})), "media part has no media_type"},
 		{"json part with invalid JSON", results.Succeed(results.JSONPart(json.RawMessage(`{`))), "json part does not hold valid JSON"},
 		{"json part that is empty", results.Succeed(results.JSONPart(nil)), "json part does not hold valid JSON"},
-		{"source without url", success(results.Success{Sources: []results.Source{{URL: "a"}, {Title: "t"}}}), "success source 1 has no url"},
+		{"source without url", success(results.Success{Sources: []results.Source{{URL: "https://a"}, {Title: "t"}}}), "success source 1 has no url"},
 		{"diff without path", success(results.Success{Diffs: []results.FileDiff{{Diff: "d"}}}), "success diff 0 has no path"},
 		{"details not JSON", success(results.Success{Details: json.RawMessage(`not json`)}), "details are not valid JSON"},
 		{"tool_error with empty message", results.FailTool(""), "tool_error has an empty message"},

@@ -58,6 +58,9 @@ type flags struct {
 	sharedWorkspace bool
 	// metricsAddr is where /metrics is served; empty: nowhere.
 	metricsAddr string
+	// allowRootShell offers the shell tool on a root worker; see
+	// rootshell.go.
+	allowRootShell bool
 }
 
 func main() {
@@ -80,6 +83,7 @@ func main() {
 	flag.StringVar(&f.workerID, "worker-id", os.Getenv("TOLLGATE_WORKER_ID"), "this worker's `id`: its turns' file and shell calls run on task queue <task-queue>/ws/<id> (TOLLGATE_WORKER_ID; default host name and a hash of the workspace path)")
 	flag.BoolVar(&f.sharedWorkspace, "shared-workspace", envBool("TOLLGATE_SHARED_WORKSPACE"), "every worker sees the same workspace, so any worker runs file and shell calls (TOLLGATE_SHARED_WORKSPACE)")
 	flag.StringVar(&f.metricsAddr, "metrics", os.Getenv("TOLLGATE_METRICS_ADDR"), "serve Prometheus metrics at http://`host:port`/metrics, e.g. 127.0.0.1:9464 (TOLLGATE_METRICS_ADDR; off when empty)")
+	flag.BoolVar(&f.allowRootShell, "allow-root-shell", envBool(allowRootShellEnv), "offer the shell tool even when the worker runs as root, whose commands can read the worker's environment ("+allowRootShellEnv+")")
 	flag.Parse()
 
 	logger := newLogger(f.logLevel)
@@ -189,6 +193,7 @@ func run(f flags, logger *slog.Logger) error {
 	defer closeMCP()
 	plugin, err := tollgate.NewPlugin(tollgate.Options{
 		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
+		Builtins:         builtinsFor(os.Geteuid(), f.allowRootShell, logger),
 		FetchAllow:       strings.Split(os.Getenv(builtin.FetchAllowEnv), ","),
 		ShellEnv:         builtin.ParseShellEnv(os.Getenv("TOLLGATE_SHELL_ENV")),
 		GitHubAPIURL:     os.Getenv("TOLLGATE_GITHUB_API_URL"),

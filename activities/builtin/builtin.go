@@ -116,6 +116,11 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Names lists the built-in tools, in the order Tools returns them.
+func Names() []string {
+	return []string{ReadFile, ListDir, WriteFile, EditFile, Shell, HTTPFetch, AskUser, ListIssues, Handoff}
+}
+
 // Tools builds every built-in tool.
 func Tools(opts Options) ([]tool.Tool, error) {
 	if opts.Connections == nil {

@@ -144,8 +144,10 @@ func listIssues(ctx context.Context, client *http.Client, base, token, owner, re
 			line += " by " + is.User.Login
 		}
 		lines = append(lines, line)
-		if is.HTMLURL != "" {
-			sources = append(sources, results.Source{URL: is.HTMLURL, Title: fmt.Sprintf("%s/%s#%d %s", owner, repo, is.Number, is.Title)})
+		// The API (GitHub Enterprise, or whatever the operator pointed it
+		// at) chooses the URL; a link that is not http(s) is left out.
+		if src := (results.Source{URL: is.HTMLURL, Title: fmt.Sprintf("%s/%s#%d %s", owner, repo, is.Number, is.Title)}); src.Validate() == nil {
+			sources = append(sources, src)
 		}
 	}
 	if len(lines) == 0 {

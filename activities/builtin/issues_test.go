@@ -42,6 +42,11 @@ func fakeGitHub(t *testing.T) *httptest.Server {
 				{"number": 9, "title": "Docs typo", "state": "open", "html_url": "https://github.com/acme/widgets/issues/9",
 				 "user": {"login": "dan"}, "labels": []}
 			]`)
+		case "/repos/acme/hostile/issues":
+			fmt.Fprint(w, `[
+				{"number": 1, "title": "Click", "state": "open", "html_url": "javascript:alert(document.cookie)"},
+				{"number": 2, "title": "Fine", "state": "open", "html_url": "https://github.com/acme/hostile/issues/2"}
+			]`)
 		case "/repos/acme/empty/issues":
 			fmt.Fprint(w, `[]`)
 		case "/repos/acme/echo/issues":
@@ -240,4 +245,18 @@ func TestListIssuesRedactsAwkwardToken(t *testing.T) {
 			require.Contains(t, string(raw), "[redacted]")
 		})
 	}
+}
+
+// The issues API chooses each issue's URL; one that is not http(s) is no
+// source (a card would link it), and the rest of the list still comes.
+func TestListIssuesLeavesOutLinksThatAreNotHTTP(t *testing.T) {
+	srv := fakeGitHub(t)
+	defer srv.Close()
+	store := connections.NewMemoryStore()
+	require.NoError(t, store.Put(context.Background(), connections.Credential{Provider: "github", User: "alice", Token: testToken, Scopes: []string{"repo"}}))
+	li := testTools(t, Options{HTTPClient: srv.Client(), GitHubBaseURL: srv.URL, Connections: store})[ListIssues]
+	out := run(t, li, tool.Call{User: "alice"}, listIssuesArgs{Owner: "acme", Repo: "hostile"})
+	require.NoError(t, out.Validate())
+	require.Contains(t, requireText(t, out), "#1 Click")
+	require.Equal(t, []results.Source{{URL: "https://github.com/acme/hostile/issues/2", Title: "acme/hostile#2 Fine"}}, out.Success.Sources)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
 )
@@ -176,7 +177,7 @@ func execShell(ctx context.Context, dir, command string, opts Options, want cont
 		return shellRun{}, err
 	}
 	start := time.Now()
-	defer j.release()
+	defer j.Release()
 
 	buf := newCapBuffer(opts.MaxShellOutput)
 	copied := make(chan struct{})
@@ -188,7 +189,7 @@ func execShell(ctx context.Context, dir, command string, opts Options, want cont
 	duration := time.Since(start)
 	// The shell is gone; whatever it left running goes with it, so the
 	// call has no effects after it has returned.
-	j.kill()
+	j.Kill()
 	select {
 	case <-copied:
 	case <-time.After(pipeDrainWait):
@@ -222,19 +223,11 @@ func execShell(ctx context.Context, dir, command string, opts Options, want cont
 	return run, nil
 }
 
-// startContained starts bash on script, writing to out, under the first
-// containment from want on that works. One that worked when probed can
-// still fail for one call (a cgroup or namespace limit); the command has
-// not run then, so the next is tried.
-func startContained(ctx context.Context, dir, script string, env []string, out, pwdFile *os.File, want containment) (*exec.Cmd, jail, containment, error) {
-	var lastErr error
-	for _, c := range fallbacks(want) {
-		j, err := newJail(c)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		cmd := exec.CommandContext(ctx, "bash", "-c", "")
+// startContained starts bash on script, writing to out, in a jail of the
+// first containment from want on that works.
+func startContained(ctx context.Context, dir, script string, env []string, out, pwdFile *os.File, want containment) (*exec.Cmd, jail.Jail, containment, error) {
+	cmd, j, used, err := jail.Start(jail.Fallbacks(want), "shell", func() *exec.Cmd {
+		cmd := exec.CommandContext(ctx, "bash", "-c", script)
 		cmd.Dir = dir
 		cmd.Env = env
 		// Passing *os.File makes the child write straight into the pipe:
@@ -242,17 +235,12 @@ func startContained(ctx context.Context, dir, script string, env []string, out, 
 		// background process keeps the pipe open.
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.ExtraFiles = []*os.File{pwdFile}
-		prefix, err := j.setup(cmd)
-		if err == nil {
-			cmd.Args[2] = prefix + script
-			if err = cmd.Start(); err == nil {
-				return cmd, j, c, nil
-			}
-		}
-		j.release()
-		lastErr = err
+		return cmd
+	})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("shell: start bash: %w", err)
 	}
-	return nil, nil, 0, fmt.Errorf("shell: start bash: %w", lastErr)
+	return cmd, j, used, nil
 }
 
 // shellEnvNames is what every command sees of the worker's environment:

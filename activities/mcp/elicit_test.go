@@ -146,18 +146,18 @@ func TestARetriedAttemptDoesNotApplyItsAnswerTwice(t *testing.T) {
 	call := tool.Call{TurnID: "turn-a", CallID: "call-1", Arguments: json.RawMessage(`{"name":"n"}`)}
 	ctx := context.Background()
 
-	out, err := ask.run(ctx, call, "run/1")
+	out, err := ask.run(ctx, call, activityRun{"run", "1"})
 	require.NoError(t, err)
 	require.Equal(t, results.KindInterrupt, out.Kind)
 	call.Resume = answer(`"overwrite"`)
 	for attempt := 1; attempt <= 2; attempt++ {
-		out, err = ask.run(ctx, call, "run/2")
+		out, err = ask.run(ctx, call, activityRun{"run", "2"})
 		require.NoError(t, err)
 		require.Equal(t, results.KindInterrupt, out.Kind, "attempt %d: %+v", attempt, out)
 		require.Equal(t, "The MCP server t asks: Really?\nsure", out.Interrupt.Prompt, "attempt %d", attempt)
 	}
 	call.Resume = answer(`"false"`)
-	out, err = ask.run(ctx, call, "run/3")
+	out, err = ask.run(ctx, call, activityRun{"run", "3"})
 	require.NoError(t, err)
 	require.Equal(t, "n accept overwrite false", out.Success.Parts[0].Text)
 }
@@ -170,4 +170,40 @@ func count(lines []string, s string) int {
 		}
 	}
 	return n
+}
+
+// A turn cancelled while a call waited on its second question leaves that
+// call's answers behind; a new run that re-uses the turn id (and, with a
+// scripted or replayed model, the call id) must start the call afresh,
+// asked its first question by its own user, and must not be able to
+// answer the old run's pending question either.
+func TestElicitationAnswersBelongToTheRunThatGotThem(t *testing.T) {
+	f := openStdio(t, nil)
+	chain := f.tool(t, "t.ask_chain").(*mcpTool)
+	call := tool.Call{TurnID: "turn-reused", CallID: "call-1"}
+	ctx := context.Background()
+
+	out, err := chain.run(ctx, call, activityRun{"run-a", "1"})
+	require.NoError(t, err)
+	require.Equal(t, results.InterruptQuestion, out.Interrupt.Type)
+	call.Resume = answer(`{"name":"Ada","age":36}`)
+	out, err = chain.run(ctx, call, activityRun{"run-a", "2"})
+	require.NoError(t, err)
+	require.Contains(t, out.Interrupt.Prompt, "New name?", "run A waits on its second question")
+
+	// The turn is cancelled; a new execution with the same turn id calls
+	// the same tool with the same call id.
+	call.Resume = nil
+	out, err = chain.run(ctx, call, activityRun{"run-b", "1"})
+	require.NoError(t, err)
+	require.Equal(t, results.KindInterrupt, out.Kind, "%+v", out)
+	require.Contains(t, out.Interrupt.Prompt, "Who are you?", "run B is asked its first question, not given run A's answer")
+
+	// An answer, in yet another execution, to the question only run A
+	// was asked finds no record there.
+	call.Resume = answer(`"b.md"`)
+	out, err = chain.run(ctx, call, activityRun{"run-c", "2"})
+	require.NoError(t, err)
+	require.Equal(t, results.KindToolError, out.Kind, "%+v", out)
+	require.Contains(t, out.ToolError.Message, "no record of the question")
 }

@@ -51,8 +51,11 @@
 // treated as untrusted: descriptions and schemas are bounded, a schema
 // that does not compile drops its tool, what one call receives is
 // bounded, stdio servers see only an allowlisted environment, and each
-// runs in its own process group, killed when the call ends or is
-// cancelled.
+// runs contained as the shell tool's commands are (package jail: a cgroup
+// of its own for a root worker, else a PID namespace): when the call ends
+// or is cancelled, the server and every process it started are killed,
+// detached (setsid) ones included. Open logs how servers are contained,
+// and warns when this worker can only kill their process groups.
 package mcp
 
 import (
@@ -72,6 +75,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
 	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/activities/tool"
 )
@@ -172,6 +176,7 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Toolset, error) {
 		}
 		states = fs
 	}
+	logContainment(cfg, opts.Logger)
 	live := &liveSet{m: map[*process]struct{}{}}
 	names := sortedKeys(cfg.Servers)
 	found := make([][]*mcpsdk.Tool, len(names))
@@ -198,6 +203,29 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Toolset, error) {
 		ts.skipped = append(ts.skipped, skipped...)
 	}
 	return ts, nil
+}
+
+// logContainment says at start how stdio servers' processes are held, so
+// that an operator learns of a worker that cannot contain them from its
+// log rather than from a process left running.
+func logContainment(cfg Config, logger *slog.Logger) {
+	var stdio []string
+	for _, name := range sortedKeys(cfg.Servers) {
+		if cfg.Servers[name].Command != "" {
+			stdio = append(stdio, name)
+		}
+	}
+	if len(stdio) == 0 {
+		return
+	}
+	k := containment()
+	if k == jail.ProcessGroup {
+		logger.Warn("This worker cannot contain the processes MCP stdio servers start (no writable cgroup v2, no PID namespace): "+
+			"one a server detaches (setsid, a double fork) may outlive its call", "mcp_servers", strings.Join(stdio, ","))
+		return
+	}
+	logger.Info("MCP stdio servers run contained: when a call ends, the server and every process it started are killed",
+		"containment", k.String(), "mcp_servers", strings.Join(stdio, ","))
 }
 
 // server is one configured server at run time.
@@ -319,8 +347,8 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 	return sess, nil
 }
 
-// close ends the session; a stdio server's process group is killed at
-// once if the call was cancelled, else after its grace period.
+// close ends the session; a stdio server's jail is killed at once if the
+// call was cancelled, else after its grace period.
 func (sess *session) close(ctx context.Context) {
 	if sess == nil {
 		return

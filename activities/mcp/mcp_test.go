@@ -1,10 +1,14 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
 	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
 )
@@ -159,14 +164,11 @@ func TestContentBlocksBecomeTypedResults(t *testing.T) {
 		results.TextPart("hello"),
 		results.MediaPart("image/png", []byte("\x89PNG")),
 		results.MediaPart("audio/wav", []byte("RIFF")),
+		results.TextPart(`[resource link "Note A": file:///notes/a.md]`),
 		results.TextPart("# B"),
 		results.MediaPart("application/pdf", []byte("%PDF")),
-	}, s.Parts)
-	require.Equal(t, []results.Source{
-		{URL: "file:///notes/a.md", Title: "Note A"},
-		{URL: "file:///notes/b.md"},
-		{URL: "file:///notes/c.bin"},
-	}, s.Sources)
+	}, s.Parts, "a link that is not http(s) is text for the model, not a source")
+	require.Empty(t, s.Sources, "sources are http(s) only")
 	require.JSONEq(t, `{"count":3}`, string(s.Details))
 
 	out = run(t, f.tool(t, "t.structured"), tool.Call{})
@@ -176,6 +178,25 @@ func TestContentBlocksBecomeTypedResults(t *testing.T) {
 	out = run(t, f.tool(t, "t.fail"), tool.Call{})
 	require.Equal(t, results.KindToolError, out.Kind)
 	require.Equal(t, "no such note", out.ToolError.Message)
+}
+
+// Sources are links people may open: a resource link or an embedded
+// resource naming anything but an http(s) URL (javascript:, data:, no
+// scheme) is never one.
+func TestResourceLinksBecomeSourcesOnlyWhenHTTP(t *testing.T) {
+	f := openStdio(t, nil)
+	out := run(t, f.tool(t, "t.links"), tool.Call{})
+	require.Equal(t, results.KindSuccess, out.Kind, "%+v", out)
+	require.Equal(t, []results.Source{
+		{URL: "https://docs.example.com/a", Title: "Doc A"},
+		{URL: "http://docs.example.com/b"},
+	}, out.Success.Sources)
+	var texts []string
+	for _, p := range out.Success.Parts {
+		texts = append(texts, p.Text)
+	}
+	require.Contains(t, texts, `[resource link "click me": javascript:alert(document.cookie)]`, "the model still hears of it, as text")
+	require.Contains(t, texts, "embedded")
 }
 
 func TestStdioServerSeesOnlyTheAllowlistedEnvironment(t *testing.T) {
@@ -210,6 +231,13 @@ func TestProtocolAndTransportFailuresAreInternal(t *testing.T) {
 }
 
 func TestCancellingACallKillsTheServersProcessGroup(t *testing.T) {
+	// The server reports pids as its PID namespace numbers them; in a
+	// namespace of its own they would name other processes here.
+	if k := jail.Best(); k == jail.PIDNamespace || k == jail.UserPIDNamespace {
+		orig := containment
+		containment = func() jail.Kind { return jail.ProcessGroup }
+		t.Cleanup(func() { containment = orig })
+	}
 	f := openStdio(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -254,4 +282,88 @@ func alive(pid int) bool {
 	}
 	fields := strings.Fields(string(b))
 	return len(fields) < 3 || fields[2] != "Z"
+}
+
+// A stdio server's child that detaches (setsid: a new session and process
+// group) dies with the call, under every containment this machine
+// allows; with a process group only (the control) it escapes, and the
+// worker said so at start.
+func TestStdioServersDetachedChildDiesWithTheCall(t *testing.T) {
+	t.Logf("this worker would use %s", jail.Best())
+	for k := jail.Cgroup; k <= jail.ProcessGroup; k++ {
+		t.Run(k.String(), func(t *testing.T) {
+			if err := jail.Probe(k); err != nil {
+				t.Skipf("not available here: %v", err)
+			}
+			orig := containment
+			containment = func() jail.Kind { return k }
+			t.Cleanup(func() { containment = orig })
+
+			f := openStdio(t, nil)
+			marker := fmt.Sprintf("tollgate-mcp-escape-%d-%s", os.Getpid(), k)
+			t.Cleanup(func() { killMarked(marker) })
+			out := run(t, f.tool(t, "t.detach"), tool.Call{Arguments: json.RawMessage(`{"name":"` + marker + `"}`)})
+			require.Equal(t, results.KindSuccess, out.Kind, "%+v %+v", out, out.ToolError)
+			require.Contains(t, f.logLines(t), "detached "+marker, "the child ran; the test proves something")
+			if k == jail.ProcessGroup {
+				require.Len(t, marked(marker), 1, "the escape did not work; the test proves nothing")
+				return
+			}
+			require.Eventually(t, func() bool { return len(marked(marker)) == 0 }, 5*time.Second, 20*time.Millisecond,
+				"a detached child of the server outlived the call: %v", marked(marker))
+		})
+	}
+}
+
+// Open says how stdio servers are contained, and warns when it is only
+// their process groups.
+func TestOpenLogsHowStdioServersAreContained(t *testing.T) {
+	for _, k := range []jail.Kind{jail.Best(), jail.ProcessGroup} {
+		orig := containment
+		containment = func() jail.Kind { return k }
+		var logs bytes.Buffer
+		logContainment(Config{Servers: map[string]Server{"t": {Command: "x"}, "web": {URL: "https://mcp.example"}}}, slog.New(slog.NewTextHandler(&logs, nil)))
+		containment = orig
+		if k == jail.ProcessGroup {
+			require.Contains(t, logs.String(), "level=WARN")
+			require.Contains(t, logs.String(), "cannot contain")
+		} else {
+			require.Contains(t, logs.String(), "containment="+k.String())
+		}
+		require.Contains(t, logs.String(), "mcp_servers=t\n", "only stdio servers are named")
+	}
+}
+
+// marked lists the live processes whose argv[0] starts with marker.
+func marked(marker string) []int {
+	return slices.DeleteFunc(listed(marker), func(pid int) bool { return !alive(pid) })
+}
+
+// listed lists the processes in /proc whose argv[0] starts with marker.
+// A server in a PID namespace of its own sees them there under the pids
+// of the worker's namespace, which it cannot signal.
+func listed(marker string) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+		if !strings.HasPrefix(argv0, marker) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killMarked kills what a failing test let escape.
+func killMarked(marker string) {
+	for _, pid := range marked(marker) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }

@@ -44,8 +44,11 @@ func toOutcome(server string, res *mcpsdk.CallToolResult) (results.Outcome, erro
 		case *mcpsdk.AudioContent:
 			parts = append(parts, results.MediaPart(mediaType(c.MIMEType), c.Data))
 		case *mcpsdk.ResourceLink:
-			if src, ok := source(c.URI, firstOf(c.Title, c.Name)); ok {
+			title := firstOf(c.Title, c.Name)
+			if src, ok := source(c.URI, title); ok {
 				sources = append(sources, src)
+			} else if text := linkText(c.URI, title); text != "" {
+				parts = append(parts, results.TextPart(text))
 			}
 		case *mcpsdk.EmbeddedResource:
 			r := c.Resource
@@ -106,12 +109,34 @@ func mediaType(t string) string {
 }
 
 // source makes a citation of a URI the server named, if it is one a
-// person could use: bounded, one line.
+// person could follow from a card: a bounded http(s) URL (results'
+// rule). A file:, javascript: or data: URI is none.
 func source(uri, title string) (results.Source, bool) {
-	if uri == "" || len(uri) > maxSourceBytes || strings.ContainsAny(uri, "\r\n\x00 ") {
+	src := results.Source{URL: uri, Title: oneLine(title, maxTitleBytes)}
+	if len(uri) > maxSourceBytes || src.Validate() != nil {
 		return results.Source{}, false
 	}
-	return results.Source{URL: uri, Title: clean(strings.ReplaceAll(title, "\n", " "), maxTitleBytes)}, true
+	return src, true
+}
+
+// linkText is a resource link that is not a source, as text for the
+// model: the server's resources are often file: or custom URIs the model
+// can name to the server, and the block would otherwise be lost. It is
+// never a link anyone can click.
+func linkText(uri, title string) string {
+	uri = oneLine(uri, maxSourceBytes)
+	if uri == "" {
+		return ""
+	}
+	if title = oneLine(title, maxTitleBytes); title != "" {
+		return fmt.Sprintf("[resource link %q: %s]", title, uri)
+	}
+	return fmt.Sprintf("[resource link: %s]", uri)
+}
+
+// oneLine is server text cleaned to one line of at most max bytes.
+func oneLine(s string, max int) string {
+	return clean(strings.NewReplacer("\r", " ", "\n", " ").Replace(s), max)
 }
 
 func firstOf(s ...string) string {

@@ -9,14 +9,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
 	"github.com/tollgate-dev/tollgate/activities/tool"
 )
 
 // stdinGrace is how long a server may take to exit once its stdin is
-// closed before its process group is killed. MCP asks servers to exit on
-// end of input; one that does not loses nothing by being killed, since
-// the call is over.
+// closed before its jail is killed. MCP asks servers to exit on end of
+// input; one that does not loses nothing by being killed, since the call
+// is over.
 const stdinGrace = time.Second
+
+// containment picks how servers' processes are held together: as the
+// shell tool's are (package jail). Tests pin each kind.
+var containment = jail.Best
 
 // baseEnv is what every stdio server sees of the worker's environment:
 // enough to find programs, a home, a locale and a time zone. Anything
@@ -30,9 +35,11 @@ func serverEnv(environ, extra []string) []string {
 	return tool.AllowedEnv(environ, baseEnv, extra)
 }
 
-// process is one stdio server, started for one session.
+// process is one stdio server, started for one session, in a jail of its
+// own with everything it starts.
 type process struct {
 	cmd    *exec.Cmd
+	jail   jail.Jail
 	stdin  *os.File
 	stdout *os.File
 	stderr *tailBuffer
@@ -40,16 +47,9 @@ type process struct {
 	once   sync.Once
 }
 
-// startProcess starts the server with its own process group and pipes
-// for stdin and stdout. Stderr is kept (its end) for the logs.
+// startProcess starts the server in a jail, with pipes for stdin and
+// stdout. Stderr is kept (its end) for the logs.
 func startProcess(command string, args []string, dir string, env []string) (*process, error) {
-	cmd := exec.Command(command, args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	// A grandchild that escaped the group may hold stderr open; Wait
-	// gives up on it after this long rather than never returning.
-	cmd.WaitDelay = stdinGrace
-	ownGroup(cmd)
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("create stdin pipe: %w", err)
@@ -60,12 +60,22 @@ func startProcess(command string, args []string, dir string, env []string) (*pro
 		inW.Close()
 		return nil, fmt.Errorf("create stdout pipe: %w", err)
 	}
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: &tailBuffer{max: 8 << 10}, exited: make(chan struct{})}
-	// Passing *os.File hands the child the pipe ends directly, so no copy
-	// goroutine inside exec keeps Wait from returning while a grandchild
-	// holds them.
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
-	err = cmd.Start()
+	p := &process{stdin: inW, stdout: outR, stderr: &tailBuffer{max: 8 << 10}, exited: make(chan struct{})}
+	cmd, j, _, err := jail.StartProgram(jail.Fallbacks(containment()), "mcp", func() *exec.Cmd {
+		cmd := exec.Command(command, args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		// Should a process hold stderr open after the jail was killed
+		// (it cannot, unless containment is a process group only), Wait
+		// gives up on it after this long rather than never returning.
+		cmd.WaitDelay = stdinGrace
+		// Passing *os.File hands the child the pipe ends directly, so no
+		// copy goroutine inside exec keeps Wait from returning while a
+		// grandchild holds them.
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
+		dieWithWorker(cmd)
+		return cmd
+	})
 	inR.Close()
 	outW.Close()
 	if err != nil {
@@ -73,6 +83,7 @@ func startProcess(command string, args []string, dir string, env []string) (*pro
 		outR.Close()
 		return nil, fmt.Errorf("start %s: %w", command, err)
 	}
+	p.cmd, p.jail = cmd, j
 	go func() {
 		_ = cmd.Wait()
 		close(p.exited)
@@ -81,8 +92,8 @@ func startProcess(command string, args []string, dir string, env []string) (*pro
 }
 
 // stop ends the server: stdin closes (the MCP way to ask it to exit),
-// then after a grace period the whole process group is killed, whether
-// the server exited or not, so nothing it started outlives the call.
+// then after a grace period its jail is killed, whether the server exited
+// or not, so nothing it started outlives the call.
 func (p *process) stop() {
 	p.once.Do(func() {
 		p.stdin.Close()
@@ -90,16 +101,17 @@ func (p *process) stop() {
 		case <-p.exited:
 		case <-time.After(stdinGrace):
 		}
-		killGroup(p.cmd)
+		p.jail.Kill()
 		<-p.exited
 		p.stdout.Close()
+		p.jail.Release()
 	})
 }
 
-// kill ends the server at once: the worker is shutting down or the call
-// was cancelled.
+// kill ends the server and all it started at once: the worker is
+// shutting down or the call was cancelled.
 func (p *process) kill() {
-	killGroup(p.cmd)
+	p.jail.Kill()
 	p.stop()
 }
 

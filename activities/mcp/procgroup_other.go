@@ -1,14 +1,9 @@
-//go:build !unix
+//go:build !linux
 
 package mcp
 
 import "os/exec"
 
-// Without process groups only the server itself can be killed.
-func ownGroup(*exec.Cmd) {}
-
-func killGroup(cmd *exec.Cmd) {
-	if cmd.Process != nil {
-		_ = cmd.Process.Kill()
-	}
-}
+// Elsewhere a server outlives a worker that dies unannounced until it
+// notices its stdin closed, as MCP servers are expected to.
+func dieWithWorker(*exec.Cmd) {}

@@ -27,10 +27,9 @@ const DefaultStateMaxAge = 30 * 24 * time.Hour
 // on now. A run re-issues the call and answers every question it has an
 // answer for at once, so the state must outlive the worker that asked.
 type callState struct {
-	Version int    `json:"version"`
-	Turn    string `json:"turn"`
-	Call    string `json:"call"`
-	Tool    string `json:"tool"`
+	Version int `json:"version"`
+	callKey
+	Tool string `json:"tool"`
 	// Answers are given to the server in the order it asks, per question.
 	Answers []storedAnswer `json:"answers,omitempty"`
 	// Pending is the question a person is being asked.
@@ -51,19 +50,37 @@ type storedAnswer struct {
 	Content  map[string]any `json:"content,omitempty"`
 }
 
-const stateVersion = 1
+// stateVersion 2 binds records to their workflow execution; version 1
+// records (turn and call only) are never read again and age out.
+const stateVersion = 2
 
-// stateStore keeps call states by turn and call id.
+// callKey names one call of one execution of a turn. Turn and call ids
+// are not enough: a caller may start a new run under the id of a turn
+// that was cancelled while a call waited, and a scripted or replayed
+// model gives its calls the same ids again, so answers people gave the
+// old run would be handed to the new one's server.
+type callKey struct {
+	// Execution is the run id of the workflow execution the call's
+	// activities run in ("" outside an activity). An AgentTurn never
+	// continues as new, so its one run id covers its whole chain; should
+	// it ever, a call parked across that boundary would find no record
+	// and end with a tool error, never with another run's answers.
+	Execution string `json:"execution,omitempty"`
+	Turn      string `json:"turn"`
+	Call      string `json:"call"`
+}
+
+// stateStore keeps call states by execution, turn and call id.
 type stateStore interface {
-	load(ctx context.Context, turn, call string) (callState, bool, error)
+	load(ctx context.Context, k callKey) (callState, bool, error)
 	save(ctx context.Context, st callState) error
-	remove(ctx context.Context, turn, call string) error
+	remove(ctx context.Context, k callKey) error
 }
 
 // stateKey names a call's record: a hash, so that ids chosen by a model
 // or a caller never become paths.
-func stateKey(turn, call string) string {
-	sum := sha256.Sum256([]byte(turn + "\x00" + call))
+func stateKey(k callKey) string {
+	sum := sha256.Sum256([]byte(k.Execution + "\x00" + k.Turn + "\x00" + k.Call))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -101,12 +118,12 @@ func (s *fileStates) prune(maxAge time.Duration) {
 	}
 }
 
-func (s *fileStates) path(turn, call string) string {
-	return filepath.Join(s.dir, stateKey(turn, call)+".json")
+func (s *fileStates) path(k callKey) string {
+	return filepath.Join(s.dir, stateKey(k)+".json")
 }
 
-func (s *fileStates) load(_ context.Context, turn, call string) (callState, bool, error) {
-	b, err := os.ReadFile(s.path(turn, call))
+func (s *fileStates) load(_ context.Context, k callKey) (callState, bool, error) {
+	b, err := os.ReadFile(s.path(k))
 	if errors.Is(err, fs.ErrNotExist) {
 		return callState{}, false, nil
 	}
@@ -115,10 +132,10 @@ func (s *fileStates) load(_ context.Context, turn, call string) (callState, bool
 	}
 	var st callState
 	if err := json.Unmarshal(b, &st); err != nil {
-		return callState{}, false, fmt.Errorf("mcp state: decode %s: %w", s.path(turn, call), err)
+		return callState{}, false, fmt.Errorf("mcp state: decode %s: %w", s.path(k), err)
 	}
-	if st.Version != stateVersion || st.Turn != turn || st.Call != call {
-		return callState{}, false, fmt.Errorf("mcp state: %s holds version %d of %s/%s, not version %d of this call", s.path(turn, call), st.Version, st.Turn, st.Call, stateVersion)
+	if st.Version != stateVersion || st.callKey != k {
+		return callState{}, false, fmt.Errorf("mcp state: %s holds version %d of %s/%s, not version %d of this call", s.path(k), st.Version, st.Turn, st.Call, stateVersion)
 	}
 	return st, true, nil
 }
@@ -128,14 +145,14 @@ func (s *fileStates) save(_ context.Context, st callState) error {
 	if err != nil {
 		return fmt.Errorf("mcp state: encode: %w", err)
 	}
-	if err := atomicfile.Write(s.path(st.Turn, st.Call), b, 0o600); err != nil {
+	if err := atomicfile.Write(s.path(st.callKey), b, 0o600); err != nil {
 		return fmt.Errorf("mcp state: write: %w", err)
 	}
 	return nil
 }
 
-func (s *fileStates) remove(_ context.Context, turn, call string) error {
-	if err := os.Remove(s.path(turn, call)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func (s *fileStates) remove(_ context.Context, k callKey) error {
+	if err := os.Remove(s.path(k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("mcp state: remove: %w", err)
 	}
 	return nil
@@ -151,10 +168,10 @@ type memoryStates struct {
 
 func newMemoryStates() *memoryStates { return &memoryStates{m: map[string]callState{}} }
 
-func (s *memoryStates) load(_ context.Context, turn, call string) (callState, bool, error) {
+func (s *memoryStates) load(_ context.Context, k callKey) (callState, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok := s.m[stateKey(turn, call)]
+	st, ok := s.m[stateKey(k)]
 	return st, ok, nil
 }
 
@@ -171,13 +188,13 @@ func (s *memoryStates) save(_ context.Context, st callState) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.m[stateKey(st.Turn, st.Call)] = cp
+	s.m[stateKey(st.callKey)] = cp
 	return nil
 }
 
-func (s *memoryStates) remove(_ context.Context, turn, call string) error {
+func (s *memoryStates) remove(_ context.Context, k callKey) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.m, stateKey(turn, call))
+	delete(s.m, stateKey(k))
 	return nil
 }

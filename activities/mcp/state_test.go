@@ -15,17 +15,18 @@ func TestFileStatesKeepACallsAnswersPrivately(t *testing.T) {
 	s, err := newFileStates(dir, time.Hour)
 	require.NoError(t, err)
 	ctx := context.Background()
-	st := callState{Version: stateVersion, Turn: "turn/../x", Call: "call 1", Tool: "t.ask", Asked: 1,
+	k := callKey{Execution: "run-1", Turn: "turn/../x", Call: "call 1"}
+	st := callState{Version: stateVersion, callKey: k, Tool: "t.ask", Asked: 1,
 		Answers: []storedAnswer{{Question: "q1", Action: "accept", Content: map[string]any{"a": "b"}}},
 		Pending: &question{ID: "q2", Kind: kindConfirm}}
 	require.NoError(t, s.save(ctx, st))
 
-	got, ok, err := s.load(ctx, "turn/../x", "call 1")
+	got, ok, err := s.load(ctx, k)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, st.Answers, got.Answers)
 	require.Equal(t, "q2", got.Pending.ID)
-	_, ok, err = s.load(ctx, "turn/../x", "call 2")
+	_, ok, err = s.load(ctx, callKey{Execution: "run-1", Turn: "turn/../x", Call: "call 2"})
 	require.NoError(t, err)
 	require.False(t, ok)
 
@@ -41,11 +42,11 @@ func TestFileStatesKeepACallsAnswersPrivately(t *testing.T) {
 	require.NoError(t, os.Chtimes(filepath.Join(dir, entries[0].Name()), old, old))
 	s, err = newFileStates(dir, time.Hour)
 	require.NoError(t, err)
-	_, ok, err = s.load(ctx, "turn/../x", "call 1")
+	_, ok, err = s.load(ctx, k)
 	require.NoError(t, err)
 	require.False(t, ok)
 
 	require.NoError(t, s.save(ctx, st))
-	require.NoError(t, s.remove(ctx, "turn/../x", "call 1"))
-	require.NoError(t, s.remove(ctx, "turn/../x", "call 1"), "removing twice is fine")
+	require.NoError(t, s.remove(ctx, k))
+	require.NoError(t, s.remove(ctx, k), "removing twice is fine")
 }

@@ -113,6 +113,35 @@ func testServer() *mcpsdk.Server {
 			time.Sleep(5 * time.Minute)
 			return text("woke"), nil, nil
 		})
+	// detach leaves a process behind that has left the server's process
+	// group and session, argv[0] renamed to the given name so that the
+	// test finds it from outside whatever PID namespace it ends up in.
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "detach", Description: "Leaves a detached child.", Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, a nameArgs) (*mcpsdk.CallToolResult, any, error) {
+			if err := exec.Command("setsid", "-f", "bash", "-c", `exec -a "$0" sleep 300`, a.Name).Run(); err != nil {
+				return nil, nil, err
+			}
+			for range 200 {
+				if len(listed(a.Name)) > 0 {
+					note("detached %s", a.Name)
+					return text("detached"), nil, nil
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			return nil, nil, fmt.Errorf("the detached child did not start")
+		})
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "links", Description: "Links of every scheme.", Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
+			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{
+				&mcpsdk.ResourceLink{URI: "javascript:alert(document.cookie)", Name: "click me"},
+				&mcpsdk.ResourceLink{URI: "data:text/html,<script>alert(1)</script>", Name: "data"},
+				&mcpsdk.ResourceLink{URI: "JavaScript:alert(1)", Name: "mixed case"},
+				&mcpsdk.ResourceLink{URI: "//evil.example/x", Name: "no scheme"},
+				&mcpsdk.ResourceLink{URI: "https://docs.example.com/a", Name: "a", Title: "Doc A"},
+				&mcpsdk.EmbeddedResource{Resource: &mcpsdk.ResourceContents{URI: "javascript:alert(2)", MIMEType: "text/plain", Text: "embedded"}},
+				&mcpsdk.EmbeddedResource{Resource: &mcpsdk.ResourceContents{URI: "http://docs.example.com/b", MIMEType: "text/plain", Text: "b"}},
+			}}, nil, nil
+		})
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "big", Description: "A large result.", Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
 			return text(strings.Repeat("x", 256<<10)), nil, nil

@@ -136,18 +136,20 @@ func (t *mcpTool) Spec() tool.Spec { return t.spec }
 // documentation for how elicitation and authorization map onto the
 // turn's waits.
 func (t *mcpTool) Run(ctx context.Context, call tool.Call) (results.Outcome, error) {
-	return t.run(ctx, call, runID(ctx))
+	return t.run(ctx, call, runOf(ctx))
 }
 
-// run is Run for the activity run named run ("" outside an activity).
-func (t *mcpTool) run(ctx context.Context, call tool.Call, run string) (results.Outcome, error) {
+// run is Run for the activity run r (zero outside an activity).
+func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (results.Outcome, error) {
 	s := t.srv
-	st, found, err := s.states.load(ctx, call.TurnID, call.CallID)
+	key := callKey{Execution: r.execution, Turn: call.TurnID, Call: call.CallID}
+	run := r.String()
+	st, found, err := s.states.load(ctx, key)
 	if err != nil {
 		return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
 	}
 	if !found {
-		st = callState{Version: stateVersion, Turn: call.TurnID, Call: call.CallID, Tool: t.spec.Name}
+		st = callState{Version: stateVersion, callKey: key, Tool: t.spec.Name}
 	}
 	var resumed *storedAnswer
 	if r := call.Resume; r != nil {
@@ -193,7 +195,7 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, run string) (results.
 
 	parked, refused, resumedUsed := el.outcome()
 	if refused != nil {
-		_ = s.states.remove(ctx, call.TurnID, call.CallID)
+		_ = s.states.remove(ctx, key)
 		return results.FailTool("%s asked the user for input in a way Tollgate cannot relay (%v); the call did not finish", s.name, refused), nil
 	}
 	if parked != nil {
@@ -214,7 +216,7 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, run string) (results.
 	if resumed != nil && !resumedUsed {
 		s.opts.Logger.Warn("MCP server finished a re-issued call without asking the question it had been answered", "mcp_server", s.name, "tool", t.spec.Name)
 	}
-	if err := s.states.remove(ctx, call.TurnID, call.CallID); err != nil {
+	if err := s.states.remove(ctx, key); err != nil {
 		s.opts.Logger.Warn("Could not remove an MCP call's record", "mcp_server", s.name, "error", err)
 	}
 	return toOutcome(s.name, res)
@@ -225,11 +227,11 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, run string) (results.
 func (t *mcpTool) park(ctx context.Context, st callState, resumed *storedAnswer, resumedUsed bool, q *question, run string) (results.Outcome, error) {
 	s := t.srv
 	if resumed != nil && !resumedUsed {
-		_ = s.states.remove(ctx, st.Turn, st.Call)
+		_ = s.states.remove(ctx, st.callKey)
 		return results.FailTool("%s asked something other than the question the user answered when Tollgate issued the call again (its questions are not the same for the same call), so the answer could not be given; the call did not finish", s.name), nil
 	}
 	if st.Asked >= maxElicitations {
-		_ = s.states.remove(ctx, st.Turn, st.Call)
+		_ = s.states.remove(ctx, st.callKey)
 		return results.FailTool("%s asked the user more than %d questions in one call; the call did not finish", s.name, maxElicitations), nil
 	}
 	if resumed != nil {
@@ -311,13 +313,27 @@ type startError struct{ err error }
 func (e *startError) Error() string { return e.err.Error() }
 func (e *startError) Unwrap() error { return e.err }
 
-// runID names the activity run a call executes in, so that a retried
-// attempt of the same run recognizes what it saved itself. Outside an
-// activity (a test calling Run) there is none.
-func runID(ctx context.Context) string {
-	if !activity.IsActivity(ctx) {
+// activityRun is the activity run a call executes in: its workflow
+// execution's run id, which binds the call's record to that execution
+// (see callKey), and its activity id, so that a retried attempt of the
+// same run recognizes what it saved itself.
+type activityRun struct {
+	execution, activity string
+}
+
+func (r activityRun) String() string {
+	if r == (activityRun{}) {
 		return ""
 	}
+	return r.execution + "/" + r.activity
+}
+
+// runOf is the activity run of ctx; outside an activity (a test calling
+// Run) there is none.
+func runOf(ctx context.Context) activityRun {
+	if !activity.IsActivity(ctx) {
+		return activityRun{}
+	}
 	info := activity.GetInfo(ctx)
-	return info.WorkflowExecution.RunID + "/" + info.ActivityID
+	return activityRun{execution: info.WorkflowExecution.RunID, activity: info.ActivityID}
 }

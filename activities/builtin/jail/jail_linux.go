@@ -1,4 +1,4 @@
-package builtin
+package jail
 
 import (
 	"bufio"
@@ -16,22 +16,25 @@ import (
 	"time"
 )
 
-func newJail(c containment) (jail, error) {
-	switch c {
-	case containCgroup:
-		return newCgroupJail()
-	case containPIDNamespace:
+// New makes a jail of kind k; name labels it (its cgroup is
+// tollgate-<name>-<worker pid>-<n>).
+func New(k Kind, name string) (Jail, error) {
+	switch k {
+	case Cgroup:
+		return newCgroupJail(name)
+	case PIDNamespace:
 		return &pidnsJail{}, nil
-	case containUserPIDNamespace:
+	case UserPIDNamespace:
 		return &pidnsJail{user: true}, nil
 	default:
 		return &pgroupJail{}, nil
 	}
 }
 
-// cgroupPrefix names the cgroups of shell calls, followed by the worker's
-// pid, so that a restarted worker can find those a dead one left behind.
-const cgroupPrefix = "tollgate-shell-"
+// cgroupPrefix starts the names of jails' cgroups, which then carry a
+// label and the worker's pid, so that a restarted worker can find those
+// a dead one left behind.
+const cgroupPrefix = "tollgate-"
 
 // jailWait bounds how long a jail's processes are given to exit after
 // SIGKILL before its cgroup is left behind.
@@ -39,8 +42,8 @@ const jailWait = 5 * time.Second
 
 var cgroupSeq atomic.Uint64
 
-// cgroupJail is a cgroup v2 created for one call under the worker's own,
-// so the worker's limits still apply to the command. bash is cloned
+// cgroupJail is a cgroup v2 created for one command under the worker's
+// own, so the worker's limits still apply to it. The command is cloned
 // straight into it (CLONE_INTO_CGROUP), so there is no moment at which
 // it, or anything it forks, runs outside.
 type cgroupJail struct {
@@ -49,41 +52,42 @@ type cgroupJail struct {
 	cmd *exec.Cmd
 }
 
-func newCgroupJail() (*cgroupJail, error) {
+func newCgroupJail(name string) (*cgroupJail, error) {
+	if name == "" || strings.ContainsAny(name, "-/") {
+		return nil, fmt.Errorf("jail: label %q is empty or holds - or /", name)
+	}
 	parent, err := ownCgroupDir()
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(parent, fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroupSeq.Add(1)))
+	dir := filepath.Join(parent, fmt.Sprintf("%s%s-%d-%d", cgroupPrefix, name, os.Getpid(), cgroupSeq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("shell: create cgroup: %w", err)
+		return nil, fmt.Errorf("jail: create cgroup: %w", err)
 	}
 	j := &cgroupJail{dir: dir}
 	// cgroup.kill (Linux 5.14) is what makes emptying the cgroup race-free
 	// against a command that keeps forking; without it the next
 	// containment is used.
 	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
-		j.release()
-		return nil, fmt.Errorf("shell: cgroup.kill: %w", err)
+		j.Release()
+		return nil, fmt.Errorf("jail: cgroup.kill: %w", err)
 	}
 	if j.fd, err = os.Open(dir); err != nil {
-		j.release()
-		return nil, fmt.Errorf("shell: open cgroup: %w", err)
+		j.Release()
+		return nil, fmt.Errorf("jail: open cgroup: %w", err)
 	}
 	return j, nil
 }
 
-func (j *cgroupJail) setup(cmd *exec.Cmd) (string, error) {
+func (j *cgroupJail) Setup(cmd *exec.Cmd) (string, error) {
 	j.cmd = cmd
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: int(j.fd.Fd())}
-	cmd.Cancel = func() error {
-		j.kill()
-		return nil
-	}
+	attr := sysProcAttr(cmd)
+	attr.UseCgroupFD, attr.CgroupFD = true, int(j.fd.Fd())
+	cancelWith(cmd, j)
 	return "", nil
 }
 
-func (j *cgroupJail) kill() {
+func (j *cgroupJail) Kill() {
 	_ = os.WriteFile(filepath.Join(j.dir, "cgroup.kill"), []byte("1"), 0)
 	// Should the cgroup have been tampered with, a timeout still ends bash.
 	if j.cmd != nil && j.cmd.Process != nil {
@@ -91,7 +95,7 @@ func (j *cgroupJail) kill() {
 	}
 }
 
-func (j *cgroupJail) release() {
+func (j *cgroupJail) Release() {
 	if j.fd != nil {
 		j.fd.Close()
 	}
@@ -111,9 +115,9 @@ func removeCgroup(dir string) {
 	}
 }
 
-// cleanupStaleJails kills what a crashed worker's shell calls left in
-// their cgroups: no call of its own could have done it.
-func cleanupStaleJails() {
+// cleanupStale kills what a crashed worker's jails left in their
+// cgroups: no call of its own could have done it.
+func cleanupStale() {
 	parent, err := ownCgroupDir()
 	if err != nil {
 		return
@@ -127,8 +131,12 @@ func cleanupStaleJails() {
 		if !ok || !e.IsDir() {
 			continue
 		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
+		// <label>-<pid>-<n>
+		fields := strings.Split(rest, "-")
+		if len(fields) != 3 {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[1])
 		if err != nil || pid <= 0 || processExists(pid) {
 			continue
 		}
@@ -149,7 +157,7 @@ func processExists(pid int) bool {
 func ownCgroupDir() (string, error) {
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return "", fmt.Errorf("shell: %w", err)
+		return "", fmt.Errorf("jail: %w", err)
 	}
 	own, found := "", false
 	for line := range strings.Lines(string(data)) {
@@ -158,11 +166,11 @@ func ownCgroupDir() (string, error) {
 		}
 	}
 	if !found || !strings.HasPrefix(own, "/") {
-		return "", errors.New("shell: this process is not in a cgroup v2 hierarchy")
+		return "", errors.New("jail: this process is not in a cgroup v2 hierarchy")
 	}
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return "", fmt.Errorf("shell: %w", err)
+		return "", fmt.Errorf("jail: %w", err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(mounts))
 	for sc.Scan() {
@@ -185,7 +193,7 @@ func ownCgroupDir() (string, error) {
 		}
 		return filepath.Join(mountpoint, rel), nil
 	}
-	return "", errors.New("shell: no cgroup v2 hierarchy is mounted")
+	return "", errors.New("jail: no cgroup v2 hierarchy is mounted")
 }
 
 // unescapeMountinfo undoes the octal escapes (\040 for a space) of
@@ -211,10 +219,11 @@ func unescapeMountinfo(s string) string {
 // pidnsJail gives every process bash starts a PID namespace of its own.
 // bash itself unshares it and so stays in the worker's namespace: it keeps
 // ordinary signal semantics (`kill -9 $$` works; an init would ignore it)
-// and its $$ and $! mean what they mean outside. Its first child becomes
-// the namespace's init, so the script starts a holder that blocks on a
-// pipe the worker keeps; when the holder dies, by the pipe closing or by
-// the process-group kill, the kernel kills everything else inside.
+// and its $$ and $! mean what they mean outside; a program bash execs
+// (StartProgram) stays there too, its children inside. Its first child
+// becomes the namespace's init, so the script starts a holder that blocks
+// on a pipe the worker keeps; when the holder dies, by the pipe closing or
+// by the process-group kill, the kernel kills everything else inside.
 type pidnsJail struct {
 	user         bool
 	cmd          *exec.Cmd
@@ -222,10 +231,10 @@ type pidnsJail struct {
 	closeOnce    sync.Once
 }
 
-func (j *pidnsJail) setup(cmd *exec.Cmd) (string, error) {
+func (j *pidnsJail) Setup(cmd *exec.Cmd) (string, error) {
 	var err error
 	if j.holdR, j.holdW, err = os.Pipe(); err != nil {
-		return "", fmt.Errorf("shell: create holder pipe: %w", err)
+		return "", fmt.Errorf("jail: create holder pipe: %w", err)
 	}
 	j.cmd = cmd
 	fd := 3 + len(cmd.ExtraFiles)
@@ -237,11 +246,8 @@ func (j *pidnsJail) setup(cmd *exec.Cmd) (string, error) {
 		// command keeps the worker's real uid for every access check.
 		flags |= syscall.CLONE_NEWUSER
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: flags}
-	cmd.Cancel = func() error {
-		j.kill()
-		return nil
-	}
+	sysProcAttr(cmd).Unshareflags |= flags
+	cancelWith(cmd, j)
 	var closeFDs strings.Builder
 	for n := 3; n <= fd; n++ {
 		fmt.Fprintf(&closeFDs, " %d>&-", n)
@@ -250,14 +256,14 @@ func (j *pidnsJail) setup(cmd *exec.Cmd) (string, error) {
 	return fmt.Sprintf("read -r _ <&%d >/dev/null 2>&1%s &\ndisown\nexec %d<&-\n", fd, closeFDs.String(), fd), nil
 }
 
-func (j *pidnsJail) kill() {
+func (j *pidnsJail) Kill() {
 	j.closeHolder()
 	if j.cmd != nil && j.cmd.Process != nil {
 		_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 
-func (j *pidnsJail) release() {
+func (j *pidnsJail) Release() {
 	j.closeHolder()
 	if j.holdR != nil {
 		j.holdR.Close()

@@ -1,0 +1,78 @@
+package jail
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestJailCleansUpAfterACrashedWorker(t *testing.T) {
+	if err := Probe(Cgroup); err != nil {
+		t.Skipf("no writable cgroup v2 here: %v", err)
+	}
+	// A pid that belonged to a process which is gone, as a crashed
+	// worker's is after a restart.
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	parent, err := ownCgroupDir()
+	require.NoError(t, err)
+	dir := filepath.Join(parent, fmt.Sprintf("%sshell-%d-1", cgroupPrefix, dead.Process.Pid))
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	t.Cleanup(func() { removeCgroup(dir) })
+
+	marker := fmt.Sprintf("tollgate-stale-%d", os.Getpid())
+	t.Cleanup(func() { killMarked(marker) })
+	fd, err := os.Open(dir)
+	require.NoError(t, err)
+	defer fd.Close()
+	left := exec.Command("bash", "-c", "exec -a "+marker+" sleep 1000")
+	left.SysProcAttr = &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: int(fd.Fd())}
+	require.NoError(t, left.Start())
+	go func() { _ = left.Wait() }()
+	require.Eventually(t, func() bool { return len(marked(marker)) == 1 }, 2*time.Second, 10*time.Millisecond)
+
+	cleanupStale()
+	require.Empty(t, marked(marker))
+	require.NoDirExists(t, dir)
+}
+
+func TestUnescapeMountinfo(t *testing.T) {
+	require.Equal(t, "/sys/fs/cgroup", unescapeMountinfo("/sys/fs/cgroup"))
+	require.Equal(t, "/mnt/my cgroup\\x", unescapeMountinfo(`/mnt/my\040cgroup\x`))
+	require.Equal(t, `/a\04`, unescapeMountinfo(`/a\04`))
+}
+
+// marked lists the live processes whose argv[0] starts with marker.
+func marked(marker string) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+		if !strings.HasPrefix(argv0, marker) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killMarked kills what a failing test let escape.
+func killMarked(marker string) {
+	for _, pid := range marked(marker) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
