@@ -70,6 +70,10 @@ const (
 // 128 KiB up is stored outside history.
 const ServerBlobSizeLimit = 384 << 10
 
+// ServerBlobSizeWarn is the limit.blobSize.warn that goes with it: the
+// server logs a payload over it, which none of Tollgate's own reach.
+const ServerBlobSizeWarn = 256 << 10
+
 // readPayload decodes an Update's or Signal's payload into v, a pointer to
 // the kind's struct. Every error is a sentence a caller can act on. With
 // checked set (turns and sessions from the version that checks them) the
