@@ -22,6 +22,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
+
+	"github.com/tollgate-dev/tollgate/workflows"
 )
 
 // compose is the part of docker-compose.yml these tests read.
@@ -386,4 +388,21 @@ func TestComposeInit(t *testing.T) {
 		out, err := touch.CombinedOutput()
 		require.NoError(t, err, "uid %d writes in %s: %s", uid, p, out)
 	}
+}
+
+// The compose server (and the cluster test, which runs with the same
+// file) refuses Signal payloads larger than any respond or send a
+// workflow accepts, as worker --dev's embedded server does.
+func TestComposeServerRefusesOversizedPayloads(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("temporal", "dynamicconfig", "development-sql.yaml"))
+	require.NoError(t, err)
+	var dc map[string][]struct {
+		Value any `yaml:"value"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &dc))
+	require.NotEmpty(t, dc["limit.blobSize.error"])
+	require.NotEmpty(t, dc["limit.blobSize.warn"])
+	require.Equal(t, workflows.ServerBlobSizeLimit, dc["limit.blobSize.error"][0].Value)
+	require.Equal(t, workflows.ServerBlobSizeWarn, dc["limit.blobSize.warn"][0].Value)
+	require.Greater(t, workflows.ServerBlobSizeLimit, workflows.MaxRespondBytes)
 }

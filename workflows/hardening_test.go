@@ -99,7 +99,7 @@ func TestUnusableModelCallIDsAreReplaced(t *testing.T) {
 }
 
 func TestOversizedResponseFieldsAreRejected(t *testing.T) {
-	huge := strings.Repeat("r", 10<<20)
+	huge := strings.Repeat("r", maxReasonBytes+1)
 	cases := []struct {
 		name string
 		r    Response

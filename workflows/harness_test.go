@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities"
@@ -31,6 +32,8 @@ type fakeModel struct {
 	mu       sync.Mutex
 	replies  []results.Message
 	requests []model.Request
+	// failWith fails reply i with this provider error instead.
+	failWith map[int]string
 }
 
 func (f *fakeModel) Resolve(string) (model.Provider, string, error) { return f, "fake", nil }
@@ -44,6 +47,9 @@ func (f *fakeModel) Complete(_ context.Context, req model.Request) (model.Respon
 		if m.Role == results.RoleAssistant {
 			n++
 		}
+	}
+	if msg, ok := f.failWith[n]; ok {
+		return model.Response{}, &model.Error{Message: msg}
 	}
 	if n >= len(f.replies) {
 		return model.Response{}, &model.Error{Message: fmt.Sprintf("script has %d replies; asked for reply %d", len(f.replies), n+1)}
@@ -199,6 +205,12 @@ type harness struct {
 	connected *sync.Map
 }
 
+// testWorkerOptions: the SDK's deadlock detector fails a workflow task
+// that runs 1s without yielding; on a loaded shared machine the first
+// task of a test process (schemas compiled, caches filled) can take that
+// long in wall time without any workflow code blocking.
+var testWorkerOptions = worker.Options{DeadlockDetectionTimeout: 30 * time.Second}
+
 func newHarness(t *testing.T, replies ...results.Message) *harness {
 	t.Helper()
 	return newHarnessWith(t, Features{}, replies...)
@@ -210,6 +222,7 @@ func newHarnessWith(t *testing.T, f Features, replies ...results.Message) *harne
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(testWorkerOptions)
 	env.SetStartTime(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	h := &harness{env: env, model: &fakeModel{replies: replies}, log: &toolLog{}, connected: &sync.Map{}}
 	reg, err := tool.NewRegistry(testTools(t, h.log, h.connected)...)
@@ -252,7 +265,12 @@ var updateSeq int
 
 func (h *harness) update(r Response, got *updateOutcome) {
 	updateSeq++
-	h.env.UpdateWorkflow(RespondName, fmt.Sprintf("u-%s-%s-%d", r.CallID, r.Decision, updateSeq), &testsuite.TestUpdateCallback{
+	h.updateArg(fmt.Sprintf("u-%s-%s-%d", r.CallID, r.Decision, updateSeq), r, got)
+}
+
+// updateArg sends any payload as a respond Update.
+func (h *harness) updateArg(id string, arg any, got *updateOutcome) {
+	h.env.UpdateWorkflow(RespondName, id, &testsuite.TestUpdateCallback{
 		OnAccept: func() {},
 		OnReject: func(err error) {
 			if got == nil {
@@ -275,7 +293,7 @@ func (h *harness) update(r Response, got *updateOutcome) {
 				}
 			}
 		},
-	}, r)
+	}, arg)
 }
 
 type updateOutcome struct {

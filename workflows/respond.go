@@ -16,10 +16,31 @@ import (
 	"github.com/tollgate-dev/tollgate/results"
 )
 
-func (t *turn) onUpdate(ctx workflow.Context, r Response) (results.Card, error) {
+// validateUpdate is the respond Update's validator.
+func (t *turn) validateUpdate(_ workflow.Context, p converter.RawValue) error {
+	r, err := t.readResponse(p)
+	if err != nil {
+		return asUpdateFailure(err)
+	}
+	return asUpdateFailure(t.validateResponse(r))
+}
+
+// readResponse reads a respond payload (Update or Signal) by hand, so
+// that whatever arrives is answered with a sentence.
+func (t *turn) readResponse(p converter.RawValue) (Response, error) {
+	var r Response
+	err := readPayload(p, respondPayload, t.checked(), &r)
+	return r, err
+}
+
+func (t *turn) onUpdate(ctx workflow.Context, p converter.RawValue) (results.Card, error) {
 	// The validator ran just before; checking again costs nothing and
 	// keeps the handler safe if it is ever called without one.
-	if err := t.validateResponse(r); err != nil {
+	r, err := t.readResponse(p)
+	if err == nil {
+		err = t.validateResponse(r)
+	}
+	if err != nil {
 		return results.Card{}, asUpdateFailure(err)
 	}
 	c := t.find(r.CallID)
@@ -46,9 +67,9 @@ func (t *turn) receiveSignals(ctx workflow.Context) {
 		if more := ch.Receive(ctx, &payload); !more {
 			return
 		}
-		var r Response
-		if err := decodeResponse(payload, &r); err != nil {
-			t.rejectSignal("the payload is not a respond object: " + err.Error())
+		r, err := t.readResponse(payload)
+		if err != nil {
+			t.rejectSignal(err.Error())
 			workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "reason", t.lastInvalidSignal)
 			continue
 		}
@@ -59,14 +80,6 @@ func (t *turn) receiveSignals(ctx workflow.Context) {
 		}
 		t.find(r.CallID).accept(ctx, r)
 	}
-}
-
-func decodeResponse(payload converter.RawValue, r *Response) error {
-	var raw json.RawMessage
-	if err := converter.GetDefaultDataConverter().FromPayload(payload.Payload(), &raw); err != nil {
-		return fmt.Errorf("cannot decode it as JSON: %w", err)
-	}
-	return json.Unmarshal(raw, r)
 }
 
 func (t *turn) rejectSignal(reason string) {

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -30,16 +29,33 @@ func AgentSession(ctx workflow.Context, in SessionInput) (SessionResult, error) 
 // queue. A turn that transfers ends the session with status transferred:
 // the conversation belongs to the agent it names from then on.
 func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionResult, error) {
+	checked := workflow.GetVersion(ctx, sessionChange, workflow.DefaultVersion, sessionCheckedVersion) >= sessionCheckedVersion
 	if err := validateSession(in); err != nil {
 		return SessionResult{}, temporal.NewNonRetryableApplicationError("invalid session input: "+err.Error(), ErrTypeInvalidInput, nil)
 	}
+	if checked {
+		if err := checkCarried(workflow.GetInfo(ctx).WorkflowExecution.ID, in.Carried); err != nil {
+			return SessionResult{}, temporal.NewNonRetryableApplicationError("invalid session input: "+err.Error(), ErrTypeInvalidInput, nil)
+		}
+	}
 	s := newSession(ctx, in)
+	s.checked = checked
 	s.features = f.record(ctx)
 	if err := s.register(ctx); err != nil {
 		return SessionResult{}, err
 	}
 	return s.run(ctx)
 }
+
+// sessionChange versions the session's behaviour. Version 1
+// (sessionCheckedVersion) bounds the sizes in carried, keeps the state it
+// carries within those bounds, and bounds send and end payloads and
+// refuses text in them that is not UTF-8. Sessions whose run started
+// before replay as they ran.
+const (
+	sessionChange         = "session"
+	sessionCheckedVersion = 1
+)
 
 // The session's own history guard. Continue-as-new between turns keeps
 // a session's history small; these only matter when something floods it
@@ -54,9 +70,11 @@ const (
 type session struct {
 	in       SessionInput
 	features Features
-	id       string
-	perRun   int
-	signals  workflow.ReceiveChannel
+	// checked: the run is at sessionCheckedVersion.
+	checked bool
+	id      string
+	perRun  int
+	signals workflow.ReceiveChannel
 
 	status   SessionStatus
 	head     string
@@ -155,12 +173,24 @@ func (s *session) register(ctx workflow.Context) error {
 		return fmt.Errorf("register conversation query: %w", err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, SendName, s.onSend, workflow.UpdateHandlerOptions{
-		Validator: func(_ workflow.Context, m Send) error { return s.validateSend(m) },
+		Validator: func(_ workflow.Context, p converter.RawValue) error {
+			m, err := s.readSend(p)
+			if err != nil {
+				return err
+			}
+			return s.validateSend(m)
+		},
 	}); err != nil {
 		return fmt.Errorf("register send update: %w", err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, EndName, s.onEnd, workflow.UpdateHandlerOptions{
-		Validator: func(_ workflow.Context, e End) error { return s.validateEnd(e) },
+		Validator: func(_ workflow.Context, p converter.RawValue) error {
+			e, err := s.readEnd(p)
+			if err != nil {
+				return err
+			}
+			return s.validateEnd(e)
+		},
 	}); err != nil {
 		return fmt.Errorf("register end update: %w", err)
 	}
@@ -316,6 +346,11 @@ func (s *session) runTurn(ctx workflow.Context) {
 			s.workspace = res.Workspace
 		}
 	}
+	if s.checked {
+		// A turn's error is as long as its provider or the server made
+		// it; the record carries an excerpt, as it does of the reply.
+		rec.Error = excerpt(rec.Error)
+	}
 	if err != nil {
 		// The turn left no result: the message is still the person's
 		// part of the conversation, so the next turn is given it.
@@ -363,7 +398,30 @@ func (s *session) keep(rec TurnRecord) {
 	}
 }
 
-func (s *session) onSend(ctx workflow.Context, m Send) (Sent, error) {
+// readSend and readEnd read the payloads by hand, so that whatever
+// arrives is answered with a sentence; a payload that is not one is an
+// invalid message.
+func (s *session) readSend(p converter.RawValue) (Send, error) {
+	var m Send
+	if err := readPayload(p, sendPayload, s.checked, &m); err != nil {
+		return Send{}, invalidMessage(err.Error())
+	}
+	return m, nil
+}
+
+func (s *session) readEnd(p converter.RawValue) (End, error) {
+	var e End
+	if err := readPayload(p, endPayload, s.checked, &e); err != nil {
+		return End{}, invalidMessage(err.Error())
+	}
+	return e, nil
+}
+
+func (s *session) onSend(ctx workflow.Context, p converter.RawValue) (Sent, error) {
+	m, err := s.readSend(p)
+	if err != nil {
+		return Sent{}, err
+	}
 	if err := s.validateSend(m); err != nil {
 		return Sent{}, err
 	}
@@ -447,7 +505,11 @@ func (s *session) validateEnd(e End) error {
 // onEnd closes the session: a running turn is cancelled (it answers
 // every call and returns), queued messages stay unanswered, and the
 // Update returns the final conversation.
-func (s *session) onEnd(ctx workflow.Context, e End) (Conversation, error) {
+func (s *session) onEnd(ctx workflow.Context, p converter.RawValue) (Conversation, error) {
+	e, err := s.readEnd(p)
+	if err != nil {
+		return Conversation{}, err
+	}
 	if err := s.validateEnd(e); err != nil {
 		return Conversation{}, err
 	}
@@ -477,18 +539,22 @@ func (s *session) takeSignals(ctx workflow.Context) {
 			return
 		}
 		s.runSignals++
-		var m Send
-		err := decodePayload(payload, &m)
-		if err != nil {
-			err = fmt.Errorf("the payload is not a send object: %w", err)
-		} else if s.closed {
+		m, err := s.readSend(payload)
+		switch {
+		case err != nil:
+		case s.closed:
 			err = fmt.Errorf("the session has ended (%s); it takes no more messages", s.endedStatus())
-		} else {
+		default:
 			err = s.validateSend(m)
 		}
 		if err != nil {
 			s.invalidSignals++
 			s.lastInvalidSignal = sentence(err)
+			if s.checked {
+				// Carried on continue-as-new: bounded as checkCarried
+				// requires.
+				s.lastInvalidSignal = prefix(s.lastInvalidSignal, maxReasonBytes)
+			}
 			workflow.GetLogger(ctx).Warn("Dropped a send signal", "reason", s.lastInvalidSignal)
 			continue
 		}
@@ -583,16 +649,6 @@ func failureText(err error) string {
 		return "it timed out"
 	}
 	return err.Error()
-}
-
-// decodePayload reads a Signal's payload by hand, so that one that is
-// not JSON is counted rather than dropped unseen by the SDK.
-func decodePayload(payload converter.RawValue, v any) error {
-	var raw json.RawMessage
-	if err := converter.GetDefaultDataConverter().FromPayload(payload.Payload(), &raw); err != nil {
-		return fmt.Errorf("cannot decode it as JSON: %w", err)
-	}
-	return json.Unmarshal(raw, v)
 }
 
 // excerpt cuts s at excerptBytes, on a character boundary, marked as the

@@ -64,6 +64,7 @@ func newSessionHarnessWith(t *testing.T, m *fakeModel, store *transcript.Store, 
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
 	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(testWorkerOptions)
 	env.SetStartTime(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: sessionID})
 	h := &sessionHarness{t: t, env: env, model: m, store: store, log: &toolLog{}, turns: map[string]Result{}}

@@ -41,7 +41,9 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // cancellations that tell a queued or unstarted call from a running one.
 // Version 2 (uiVersion) adds activity summaries; version 3
 // (outsideVersion) the search attributes and webhook events; version 4
-// (fastToolsVersion) local tools and workspace affinity. Turns that
+// (fastToolsVersion) local tools and workspace affinity; version 5
+// (checkedVersion) refuses respond payloads over MaxRespondBytes and text
+// that is not UTF-8. Turns that
 // started before a version replay as they ran.
 const (
 	hardeningChange  = "hardening"
@@ -105,13 +107,19 @@ type turn struct {
 
 func (t *turn) hardened() bool { return t.v >= hardeningVersion }
 
+// checkedVersion of the turn's change marker bounds a respond payload's
+// size as a whole and refuses text in it that is not UTF-8.
+const checkedVersion = fastToolsVersion + 1
+
+func (t *turn) checked() bool { return t.v >= checkedVersion }
+
 // fast reports whether the turn runs local tools locally and pins its
 // workspace tools (fastToolsVersion).
 func (t *turn) fast() bool { return t.v >= fastToolsVersion }
 
 func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
-	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, fastToolsVersion)
+	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, checkedVersion)
 	t.ui = t.v >= uiVersion
 	if t.v >= outsideVersion {
 		t.features = f.record(ctx)
@@ -131,7 +139,7 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 		return fmt.Errorf("register state query: %w", err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, RespondName, t.onUpdate, workflow.UpdateHandlerOptions{
-		Validator: func(_ workflow.Context, r Response) error { return asUpdateFailure(t.validateResponse(r)) },
+		Validator: t.validateUpdate,
 	}); err != nil {
 		return fmt.Errorf("register respond update: %w", err)
 	}

@@ -23,6 +23,8 @@ import (
 	"go.temporal.io/server/common/primitives"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
+
+	"github.com/tollgate-dev/tollgate/workflows"
 )
 
 // Options configure the embedded server.
@@ -255,8 +257,17 @@ func FreePort() (int, error) {
 // poll bounds a stall in the server's result notifications (a dropped
 // notification makes a waiting client sit out the whole interval, 20 s by
 // default) to 2 s.
+//
+// The blob size limits keep Signal floods out of history: the server
+// refuses any event payload over workflows.ServerBlobSizeLimit (384 KiB,
+// not the 2 MiB default), a little above the largest respond or send a
+// workflow accepts. Tollgate's own payloads stay under 128 KiB (larger
+// ones are stored outside history), so the limit refuses only what no
+// turn or session could take.
 func DevDynamicConfig() dynamicconfig.StaticClient {
 	return dynamicconfig.StaticClient{
+		dynamicconfig.BlobSizeLimitError.Key():                  workflows.ServerBlobSizeLimit,
+		dynamicconfig.BlobSizeLimitWarn.Key():                   workflows.ServerBlobSizeWarn,
 		dynamicconfig.TransferProcessorMaxPollRPS.Key():         10000,
 		dynamicconfig.TimerProcessorMaxPollRPS.Key():            10000,
 		dynamicconfig.VisibilityProcessorMaxPollRPS.Key():       10000,
