@@ -320,6 +320,8 @@ func TestDevModeIsLoopbackOnly(t *testing.T) {
 	require.NoError(t, err)
 	// Anonymous from loopback acts as dev...
 	req := httptest.NewRequest("POST", "/v1/turns", strings.NewReader(`{"id":"`+e.name+`-dev","prompt":"hi","model":"gw:one"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Host = "127.0.0.1:8080"
 	req.RemoteAddr = "127.0.0.1:5555"
 	w := httptest.NewRecorder()
 	dev.ServeHTTP(w, req)
@@ -327,6 +329,7 @@ func TestDevModeIsLoopbackOnly(t *testing.T) {
 	e.turns = append(e.turns, e.name+"-dev")
 	// ...from anywhere else it needs a key.
 	req = httptest.NewRequest("GET", "/v1/turns", nil)
+	req.Host = "127.0.0.1:8080"
 	req.RemoteAddr = "192.0.2.1:5555"
 	w = httptest.NewRecorder()
 	dev.ServeHTTP(w, req)
@@ -334,6 +337,7 @@ func TestDevModeIsLoopbackOnly(t *testing.T) {
 
 	// The inbox needs no login there, and says why.
 	req = httptest.NewRequest("GET", "/inbox", nil)
+	req.Host = "127.0.0.1:8080"
 	req.RemoteAddr = "127.0.0.1:5555"
 	w = httptest.NewRecorder()
 	dev.ServeHTTP(w, req)

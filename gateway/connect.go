@@ -197,7 +197,7 @@ type connectedPage struct {
 // a connect link opened from another site arrives without the Strict
 // session cookie, and starting a session then would sign the person out.
 func (s *Server) sessionWho(w http.ResponseWriter, r *http.Request) (*apikey.Entry, session, bool) {
-	if s.opts.Dev && fromLoopback(r) {
+	if s.devPage(r) {
 		v := s.resolveSession(w, r)
 		return v.who, v.sess, true
 	}
@@ -206,10 +206,10 @@ func (s *Server) sessionWho(w http.ResponseWriter, r *http.Request) (*apikey.Ent
 		return nil, session{}, false
 	}
 	sess, ok := s.decodeSession(c.Value)
-	if !ok || sess.Key == "" || s.opts.Keys == nil {
+	if !ok {
 		return nil, session{}, false
 	}
-	e, ok := s.opts.Keys.LookupHash(sess.Key)
+	e, ok := s.signedIn(r.Context(), sess)
 	if !ok {
 		return nil, session{}, false
 	}

@@ -18,6 +18,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -45,14 +48,28 @@ type Options struct {
 	// unless Addr is one, and each anonymous request must come from one.
 	Dev bool
 	// Addr is the address the server listens on; New checks it in dev
-	// mode.
+	// mode. In dev mode it answers only to Host headers naming this
+	// address, localhost, 127.0.0.1 or [::1] on its port, and Hosts.
 	Addr string
+	// Hosts are the other names browsers reach the gateway by (a public
+	// name behind a proxy): names (any port), host:port pairs or URLs.
+	// In dev mode they join the loopback names; outside dev mode, when
+	// set, they are the only names the gateway answers to (with the
+	// loopback names on the listen port). Every other Host is refused
+	// with 421 before routing, which stops DNS rebinding: a page whose
+	// name was made to resolve to this machine still sends its own name.
+	Hosts []string
 	// SessionSecret signs inbox session cookies and CSRF tokens (at least
 	// 32 bytes). Empty generates one per Server: sessions then end when
 	// the process restarts.
 	SessionSecret []byte
 	// SessionTTL is how long an inbox login lasts; default 12h.
 	SessionTTL time.Duration
+	// Sessions keeps signed-in inbox sessions, so signing out ends one
+	// on the server. Nil keeps them in memory: right for one process;
+	// replicas behind one name need a shared store (NewBucketSessions)
+	// and the same SessionSecret.
+	Sessions SessionStore
 	// RespondTimeout is how long a request waits for a worker (to apply a
 	// response, or answer the state query) before answering 503; default
 	// 10s.
@@ -79,6 +96,13 @@ type Server struct {
 	summaries summaryCache
 	// usedStates are the OAuth flows this process completed.
 	usedStates usedStates
+	sessions   SessionStore
+	// hosts are the configured names (Options.Hosts, the public URL);
+	// addrHost and addrPort split Options.Addr, and listenPort is the
+	// port Serve listens on, once it does.
+	hosts              []allowedHost
+	addrHost, addrPort string
+	listenPort         atomic.Pointer[string]
 }
 
 // DevPrincipal is who anonymous requests act as in dev mode.
@@ -122,11 +146,27 @@ func New(opts Options) (*Server, error) {
 	case len(secret) < 32:
 		return nil, fmt.Errorf("gateway: the session secret has %d bytes; it needs at least 32", len(secret))
 	}
+	names := opts.Hosts
+	if opts.Connect != nil && opts.Connect.PublicURL != "" {
+		names = append(slices.Clip(names), opts.Connect.PublicURL)
+	}
+	hosts, err := parseHosts(names)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Sessions == nil {
+		opts.Sessions = NewMemorySessions()
+	}
 	s := &Server{
-		opts:    opts,
-		log:     opts.Logger,
-		secret:  secret,
-		devUser: apikey.Entry{Principal: DevPrincipal, Scopes: apikey.Scopes},
+		opts:     opts,
+		log:      opts.Logger,
+		secret:   secret,
+		devUser:  apikey.Entry{Principal: DevPrincipal, Scopes: apikey.Scopes},
+		sessions: opts.Sessions,
+		hosts:    hosts,
+	}
+	if h, p, err := net.SplitHostPort(opts.Addr); err == nil {
+		s.addrHost, s.addrPort = strings.ToLower(h), p
 	}
 	s.routes()
 	return s, nil
@@ -159,8 +199,8 @@ func (s *Server) routes() {
 		http.MethodGet:  s.requireScope(apikey.Read, s.listTurns),
 		http.MethodPost: s.requireScope(apikey.Start, s.startTurn),
 	}))
-	m.Handle("/v1/turns/{id}", s.api(methods{http.MethodGet: s.requireScope(apikey.Read, s.getTurn)}))
-	m.Handle("/v1/turns/{id}/respond", s.api(methods{http.MethodPost: s.requireScope(apikey.Respond, s.respond)}))
+	m.Handle("/v1/turns/{id}", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getTurn)})))
+	m.Handle("/v1/turns/{id}/respond", s.api(withTurnID(methods{http.MethodPost: s.requireScope(apikey.Respond, s.respond)})))
 	m.Handle("/v1/links/{token}", s.page(methods{
 		http.MethodGet:  http.HandlerFunc(s.linkPage),
 		http.MethodPost: http.HandlerFunc(s.linkApply),
@@ -190,6 +230,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	// Before routing: a rebound name reaches no route, and no session
+	// cookie is set for it. Liveness probes reach the process by any
+	// address, and /healthz says and changes nothing.
+	if r.URL.Path != "/healthz" && !s.hostAllowed(r) {
+		s.traced(w, r, s.misdirected)
+		return
+	}
 	s.traced(w, r, s.mux.ServeHTTP)
 }
 

@@ -396,6 +396,10 @@ func doWith(t testing.TB, c *http.Client, base string, r request) response {
 	if r.key != "" {
 		req.Header.Set("Authorization", "Bearer "+r.key)
 	}
+	if r.body != "" {
+		// JSON routes take only JSON; a test that sends another type says so.
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range r.header {
 		req.Header.Set(k, v)
 	}

@@ -79,7 +79,8 @@ func principal(r *http.Request) apikey.Entry {
 }
 
 // requireScope authenticates the bearer key (or, in dev mode, lets a
-// loopback caller without one in as "dev") and checks the scope.
+// loopback caller without one in as "dev", unless another origin's page
+// sent it) and checks the scope.
 func (s *Server) requireScope(scope apikey.Scope, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.authenticate(w, r)
@@ -98,6 +99,13 @@ func (s *Server) requireScope(scope apikey.Scope, h http.HandlerFunc) http.Handl
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (apikey.Entry, bool) {
 	auth := r.Header.Get("Authorization")
 	if auth == "" && s.opts.Dev && fromLoopback(r) {
+		// A page in the developer's browser may send requests to
+		// loopback too; only the gateway's own pages, and clients that
+		// are no browser, act as dev without a key.
+		if why := crossOrigin(r); why != "" {
+			fail(w, r, http.StatusForbidden, fmt.Sprintf("without an API key the dev gateway answers only from its own pages and from clients that are no browser, and %s; send Authorization: Bearer <key> (the dev key is in the data directory's dev-gateway.key)", why))
+			return apikey.Entry{}, false
+		}
 		return s.devUser, true
 	}
 	challenge := func(errCode, sentence string) (apikey.Entry, bool) {
@@ -136,9 +144,13 @@ func fromLoopback(r *http.Request) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// decodeJSON reads a bounded body holding exactly one JSON object whose
-// fields all belong to v. It writes the error itself and reports false.
+// decodeJSON reads a bounded body, sent as application/json, holding
+// exactly one JSON object whose fields all belong to v. It writes the
+// error itself and reports false.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if !requireJSON(w, r) {
+		return false
+	}
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError

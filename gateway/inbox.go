@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
@@ -197,8 +196,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.renderLogin(w, http.StatusForbidden, v, fmt.Sprintf("The key of %s does not have the read scope the inbox needs.", e.Principal))
 		return
 	}
-	// A new session id at login: one planted before is worth nothing.
-	s.setSession(w, r, session{ID: newSessionID(), Key: apikey.Hash(key), Expires: time.Now().Add(s.opts.SessionTTL).Unix()})
+	if err := s.signIn(w, r, apikey.Hash(key)); err != nil {
+		s.log.Warn("Inbox login could not be recorded", "principal", e.Principal, "error", err)
+		s.renderLogin(w, http.StatusServiceUnavailable, v, "Signing in failed: the gateway could not record the session. Try again in a moment.")
+		return
+	}
 	s.log.Info("Inbox login", "principal", e.Principal)
 	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 }
@@ -209,7 +211,11 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		renderErrorPage(w, http.StatusForbidden, "Sign-out refused", "The form did not come from the inbox (CSRF check failed).", "/inbox")
 		return
 	}
-	clearSession(w, r)
+	if err := s.signOut(w, r, v.sess); err != nil {
+		s.log.Warn("Inbox sign-out could not be recorded", "error", err)
+		renderErrorPage(w, http.StatusServiceUnavailable, "Sign-out failed", "The gateway could not end the session; it still works. Try again in a moment.", "/inbox")
+		return
+	}
 	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 }
 
@@ -237,6 +243,10 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	turnID, callID := r.PostFormValue("turn"), r.PostFormValue("call")
+	if err := checkTurnID(turnID); err != nil {
+		renderErrorPage(w, http.StatusBadRequest, "No such turn", strings.ToUpper(err.Error()[:1])+err.Error()[1:]+".", "/inbox")
+		return
+	}
 	item := &inboxItem{TurnID: turnID, Card: results.Card{CallID: callID}, Reason: r.PostFormValue("reason"), Answer: r.PostFormValue("answer")}
 	resp := workflows.Response{CallID: callID, By: v.who.Principal}
 	switch action := r.PostFormValue("action"); action {

@@ -9,6 +9,26 @@ import (
 	"time"
 )
 
+// NewHTTPServer is the http.Server every gateway is served with, the
+// standalone one (Serve) and the one `worker --dev` runs: its timeouts,
+// so a slow or idle client cannot hold a connection open, and l's port
+// as the one the Host check (Options.Hosts) expects.
+func (s *Server) NewHTTPServer(l net.Listener) *http.Server {
+	if _, port, err := net.SplitHostPort(l.Addr().String()); err == nil {
+		s.listenPort.Store(&port)
+	}
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// A response may wait RespondTimeout for a worker, and a list as
+		// long for its state queries.
+		WriteTimeout:   s.opts.RespondTimeout + 30*time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+	}
+}
+
 // ListenAndServe serves on Options.Addr until ctx ends, then stops taking
 // requests and gives those in flight a few seconds to finish. With
 // certFile and keyFile it serves HTTPS (session cookies are then Secure).
@@ -29,16 +49,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, certFile, keyFile st
 			return fmt.Errorf("gateway: dev mode serves only on loopback: %w", err)
 		}
 	}
-	srv := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		// A response may wait RespondTimeout for a worker, and a list as
-		// long for its state queries.
-		WriteTimeout:   s.opts.RespondTimeout + 30*time.Second,
-		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
-	}
+	srv := s.NewHTTPServer(l)
 	done := make(chan error, 1)
 	go func() {
 		if certFile != "" || keyFile != "" {

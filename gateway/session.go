@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -21,7 +22,11 @@ const (
 
 // session is what the inbox's signed cookie holds. A session without Key
 // and Dev is anonymous: it exists so the login form's CSRF token has
-// something to be bound to.
+// something to be bound to. A signed-in session (Key) lives only while
+// the server's SessionStore has it: the signature says the cookie is
+// ours, the store that it was not signed out of. Anonymous and dev
+// sessions carry no authority of their own (a dev session works only for
+// a request that would be let in as dev anyway), so they are not stored.
 type session struct {
 	// ID is random; CSRF tokens are bound to it, and a login issues a new
 	// one so a session id planted before login is worth nothing after.
@@ -106,33 +111,78 @@ type viewer struct {
 
 // resolveSession reads the request's session; without a valid one it
 // starts an anonymous session and sets its cookie, and in dev mode a
-// loopback caller is logged in as "dev" at once.
+// loopback caller is logged in as "dev" at once (for a form, only one
+// the gateway's own page sent).
 func (s *Server) resolveSession(w http.ResponseWriter, r *http.Request) viewer {
+	dev := s.devPage(r)
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		if sess, ok := s.decodeSession(c.Value); ok {
 			switch {
-			case sess.Key != "" && s.opts.Keys != nil:
-				if e, ok := s.opts.Keys.LookupHash(sess.Key); ok {
+			case sess.Key != "":
+				if e, ok := s.signedIn(r.Context(), sess); ok {
 					return viewer{sess: sess, who: &e}
 				}
-				// The key is gone: the session is over.
-			case sess.Dev && s.opts.Dev && fromLoopback(r):
-				dev := s.devUser
-				return viewer{sess: sess, who: &dev}
-			case sess.Key == "" && !sess.Dev && !(s.opts.Dev && fromLoopback(r)):
+			case sess.Dev && dev:
+				d := s.devUser
+				return viewer{sess: sess, who: &d}
+			case !sess.Dev && !dev:
 				return viewer{sess: sess}
 			}
 		}
 	}
 	sess := session{ID: newSessionID(), Expires: time.Now().Add(s.opts.SessionTTL).Unix()}
 	v := viewer{sess: sess}
-	if s.opts.Dev && fromLoopback(r) {
+	if dev {
 		v.sess.Dev = true
 		dev := s.devUser
 		v.who = &dev
 	}
 	s.setSession(w, r, v.sess)
 	return v
+}
+
+// signedIn is the key entry of a signed-in session that the store still
+// has (not signed out of, not expired) and whose key still exists. A
+// store that does not answer signs nobody in.
+func (s *Server) signedIn(ctx context.Context, sess session) (apikey.Entry, bool) {
+	if sess.Key == "" || s.opts.Keys == nil {
+		return apikey.Entry{}, false
+	}
+	rec, ok, err := s.sessions.Lookup(ctx, sess.ID)
+	if err != nil {
+		s.log.Warn("Inbox session store did not answer; the request is treated as signed out", "error", err)
+		return apikey.Entry{}, false
+	}
+	if !ok || rec.Key != sess.Key || !time.Now().Before(rec.Expires) {
+		return apikey.Entry{}, false
+	}
+	// The key is looked up too: a key removed from the keys file ends its
+	// sessions at once.
+	return s.opts.Keys.LookupHash(sess.Key)
+}
+
+// signIn starts a signed-in session for the key with hash keyHash: a new
+// id (one planted before is worth nothing after), recorded in the store,
+// then the cookie.
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request, keyHash string) error {
+	sess := session{ID: newSessionID(), Key: keyHash, Expires: time.Now().Add(s.opts.SessionTTL).Unix()}
+	if err := s.sessions.Create(r.Context(), sess.ID, SessionRecord{Key: keyHash, Expires: time.Unix(sess.Expires, 0)}); err != nil {
+		return err
+	}
+	s.setSession(w, r, sess)
+	return nil
+}
+
+// signOut ends sess on the server (so copies of its cookie stop working)
+// and clears the cookie.
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request, sess session) error {
+	if sess.Key != "" {
+		if err := s.sessions.End(r.Context(), sess.ID); err != nil {
+			return err
+		}
+	}
+	clearSession(w, r)
+	return nil
 }
 
 // csrfToken is the token forms of sess carry.

@@ -313,7 +313,8 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := workflows.Response{CallID: req.CallID, Decision: req.Decision, Reason: req.Reason, Arguments: req.Arguments, Answer: req.Answer, By: p.Principal}
 	updateID := tollgate.ResponseID(resp)
-	if k := r.Header.Get("Idempotency-Key"); k != "" {
+	k := r.Header.Get("Idempotency-Key")
+	if k != "" {
 		if len(k) > maxIdempotencyKey || strings.ContainsFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 			fail(w, r, http.StatusBadRequest, fmt.Sprintf("Idempotency-Key must be 1 to %d visible ASCII characters", maxIdempotencyKey))
 			return
@@ -333,6 +334,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 	card, err := s.apply(ctx, id, updateID, resp)
 	if err != nil {
 		s.respondFailure(w, r, err)
+		return
+	}
+	if k != "" && !s.keyFits(w, r, k, card, resp) {
 		return
 	}
 	s.log.Info("Response applied through the gateway", "turn", id, "call", req.CallID, "decision", req.Decision, "by", p.Principal)

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/client"
 
@@ -68,7 +67,9 @@ func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, lo
 	if err != nil {
 		return nil, fmt.Errorf("the dev gateway cannot listen on %s (--gateway-addr changes it, \"\" turns it off): %w", addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// The standalone gateway's server: the same timeouts, and the Host
+	// check told the port.
+	srv := handler.NewHTTPServer(ln)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("Dev gateway stopped", "error", err)

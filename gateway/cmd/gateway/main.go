@@ -99,7 +99,7 @@ func keysAdd(args []string, stdout, stderr io.Writer, getenv func(string) string
 type serveFlags struct {
 	address, namespace, profile string
 	taskQueue, dataDir          string
-	listen                      string
+	listen, hosts               string
 	keys                        string
 	linkSecret, sessionSecret   string
 	oauthProviders              string
@@ -119,6 +119,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	fs.StringVar(&f.taskQueue, "task-queue", or(getenv("TOLLGATE_TASK_QUEUE"), workflows.DefaultTaskQueue), "task `queue` POST /v1/turns starts turns on (TOLLGATE_TASK_QUEUE)")
 	fs.StringVar(&f.dataDir, "data", datadir.FromEnv(getenv), "the workers' data `directory`, for large payloads (TOLLGATE_DATA)")
 	fs.StringVar(&f.listen, "listen", or(getenv("TOLLGATE_GATEWAY_LISTEN"), "127.0.0.1:8080"), "`address` to serve on (TOLLGATE_GATEWAY_LISTEN)")
+	fs.StringVar(&f.hosts, "hosts", getenv("TOLLGATE_GATEWAY_HOSTS"), "comma-separated host `names` browsers reach the gateway by, such as its public name behind a proxy; when set (always with --dev), requests naming any other Host, besides the listen address and localhost on its port, get 421, which stops DNS rebinding (TOLLGATE_GATEWAY_HOSTS; TOLLGATE_GATEWAY_URL's host joins them)")
 	fs.StringVar(&f.keys, "keys", getenv("TOLLGATE_GATEWAY_KEYS"), "API keys `file` (TOLLGATE_GATEWAY_KEYS); see `gateway keys add`")
 	fs.StringVar(&f.linkSecret, "link-secret-file", getenv("TOLLGATE_LINK_SECRET_FILE"), "`file` with the secret one-click links are signed with; unset turns /v1/links off (TOLLGATE_LINK_SECRET_FILE)")
 	fs.StringVar(&f.oauthProviders, "oauth-providers", getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file`: turns on the connect flow (/v1/connect, /v1/oauth/callback, DELETE /v1/connections); needs --link-secret-file and the workers' --data (TOLLGATE_OAUTH_PROVIDERS)")
@@ -148,6 +149,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	logger := newLogger(f.logLevel)
 
 	opts := gateway.Options{Addr: f.listen, Dev: f.dev, TaskQueue: f.taskQueue, RespondTimeout: f.respondTimeout, Logger: logger}
+	if f.hosts != "" || f.dev {
+		for h := range strings.SplitSeq(f.hosts, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				opts.Hosts = append(opts.Hosts, h)
+			}
+		}
+		if u := getenv("TOLLGATE_GATEWAY_URL"); u != "" {
+			opts.Hosts = append(opts.Hosts, u)
+		}
+	}
 	if f.keys != "" {
 		keys, err := apikey.Load(f.keys, logger)
 		if err != nil {
@@ -188,6 +199,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	}
 	defer c.Close()
 	opts.Temporal = c
+	sessions, closeSessions, err := openSessions(ctx, f.dataDir, sessionTTL, getenv)
+	if err != nil {
+		return err
+	}
+	defer closeSessions()
+	opts.Sessions, opts.SessionTTL = sessions, sessionTTL
 	srv, err := gateway.New(opts)
 	if err != nil {
 		return err
@@ -203,6 +220,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	}
 	return srv.ListenAndServe(ctx, f.tlsCert, f.tlsKey)
 }
+
+// sessionTTL is how long an inbox sign-in lasts.
+const sessionTTL = 12 * time.Hour
 
 func or(v, def string) string {
 	if v != "" {
