@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.temporal.io/api/serviceerror"
+
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
 	"github.com/tollgate-dev/tollgate/gateway/turnlist"
@@ -97,7 +99,7 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 		CanRespond: v.who.Has(apikey.Respond),
 		Refresh:    failed == nil,
 	}
-	turns, err := s.list(r.Context(), turnlist.Filter{Status: workflows.StatusWaiting, Limit: inboxLimit})
+	turns, err := s.list(r.Context(), turnlist.Filter{Status: workflows.StatusWaiting, Limit: inboxLimit, Users: v.who.Users})
 	if err != nil {
 		s.log.Warn("Inbox could not list turns", "error", err)
 		page.Problems = append(page.Problems, "The waiting turns could not be listed: Temporal did not answer. This page reloads by itself.")
@@ -281,7 +283,18 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
 	defer cancel()
-	st, err := s.state(ctx, turnID, "")
+	run, err := s.reach(ctx, *v.who, turnID)
+	if err != nil {
+		code := http.StatusServiceUnavailable
+		item.Error = "Temporal did not answer for this turn; try again in a moment."
+		if errors.As(err, new(*serviceerror.NotFound)) {
+			// Another user's turn, for a key limited to some: not there.
+			code, item.Error = http.StatusNotFound, "There is no such turn."
+		}
+		s.renderInbox(w, r, code, v, item)
+		return
+	}
+	st, err := s.state(ctx, turnID, run)
 	if err != nil {
 		item.Error = "No worker answered for this turn; try again in a moment."
 		s.renderInbox(w, r, http.StatusServiceUnavailable, v, item)
@@ -306,7 +319,7 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Answer = json.RawMessage(item.Answer)
 	}
-	if _, err := s.apply(ctx, turnID, tollgate.ResponseID(resp), resp); err != nil {
+	if _, err := s.applyRun(ctx, turnID, run, tollgate.ResponseID(resp), resp); err != nil {
 		var rej *tollgate.RejectedError
 		code := http.StatusInternalServerError
 		switch {

@@ -38,7 +38,7 @@ type linkView struct {
 
 func (s *Server) linkPage(w http.ResponseWriter, r *http.Request) {
 	token := r.PathValue("token")
-	claims, card, ok := s.checkLink(w, r, token)
+	claims, _, card, ok := s.checkLink(w, r, token)
 	if !ok {
 		return
 	}
@@ -76,7 +76,7 @@ func (s *Server) linkApply(w http.ResponseWriter, r *http.Request) {
 			"This request did not come from the link's confirmation page (its CSRF token is missing or wrong). Open the link again and press the button there.", "")
 		return
 	}
-	claims, _, ok := s.checkLink(w, r, token)
+	claims, run, _, ok := s.checkLink(w, r, token)
 	if !ok {
 		return
 	}
@@ -86,10 +86,16 @@ func (s *Server) linkApply(w http.ResponseWriter, r *http.Request) {
 	if claims.Decision == results.DecisionDeny {
 		resp.Reason = "denied through a one-click link"
 	}
-	card, err := s.apply(ctx, claims.Turn, claims.UpdateID(), resp)
+	// To the run checkLink found: if it ended meanwhile and another took
+	// the turn id, the Update finds no run instead of the new one.
+	card, err := s.applyRun(ctx, claims.Turn, run, claims.UpdateID(), resp)
 	if err != nil {
 		var rej *tollgate.RejectedError
+		var nf *serviceerror.NotFound
 		switch {
+		case errors.As(err, &nf):
+			renderErrorPage(w, http.StatusConflict, "No longer waiting",
+				fmt.Sprintf("Turn %s ended before this link was applied, so it does nothing.", claims.Turn), "")
 		case errors.As(err, &rej):
 			code := http.StatusConflict
 			switch rej.Type {
@@ -128,39 +134,76 @@ func (s *Server) linkView(c links.Claims, card results.Card, token string) linkV
 	}
 }
 
-// checkLink verifies the token and that its call still waits with the
-// arguments the link was made for. It writes each refusal's page.
-func (s *Server) checkLink(w http.ResponseWriter, r *http.Request, token string) (links.Claims, results.Card, bool) {
+// checkLink verifies the token, that the turn is still the one it was
+// made for, and that its call still waits with the arguments the link was
+// made for. It returns the run to apply it to, and writes each refusal's
+// page.
+func (s *Server) checkLink(w http.ResponseWriter, r *http.Request, token string) (links.Claims, string, results.Card, bool) {
 	if s.opts.Links == nil {
 		renderErrorPage(w, http.StatusNotFound, "Links are off", "This gateway does not take one-click links.", "")
-		return links.Claims{}, results.Card{}, false
+		return links.Claims{}, "", results.Card{}, false
 	}
 	claims, err := s.opts.Links.Verify(token, time.Now())
 	if err != nil {
 		s.linkRefused(w, err)
-		return links.Claims{}, results.Card{}, false
+		return links.Claims{}, "", results.Card{}, false
 	}
-	card, ok := s.pageCard(w, r, claims.Turn, claims.Call)
+	run, ok := s.linkRun(w, r, claims)
 	if !ok {
-		return links.Claims{}, results.Card{}, false
+		return links.Claims{}, "", results.Card{}, false
+	}
+	card, ok := s.pageCardRun(w, r, claims.Turn, run, claims.Call)
+	if !ok {
+		return links.Claims{}, "", results.Card{}, false
 	}
 	if !card.State.Waiting() {
 		if n := len(card.Decisions); n > 0 && card.Decisions[n-1].By == claims.By && card.Decisions[n-1].Decision == claims.Decision {
 			d := card.Decisions[n-1]
 			renderErrorPage(w, http.StatusConflict, "Link already used",
 				fmt.Sprintf("This link was already used: call %s got %s from %s at %s. A link works once.", card.CallID, d.Decision, d.By, d.At.UTC().Format("2006-01-02 15:04 UTC")), "")
-			return links.Claims{}, results.Card{}, false
+			return links.Claims{}, "", results.Card{}, false
 		}
 		renderErrorPage(w, http.StatusConflict, "No longer waiting",
 			fmt.Sprintf("Call %s of turn %s is %s; it no longer waits for a decision, so this link does nothing.", card.CallID, claims.Turn, card.State), "")
-		return links.Claims{}, results.Card{}, false
+		return links.Claims{}, "", results.Card{}, false
 	}
 	if links.ArgsHash(card.EffectiveArguments()) != claims.ArgsHash {
 		renderErrorPage(w, http.StatusConflict, "Arguments changed",
 			fmt.Sprintf("The arguments of call %s changed after this link was made, so it cannot decide on them. Review the call in the inbox.", card.CallID), "/inbox")
-		return links.Claims{}, results.Card{}, false
+		return links.Claims{}, "", results.Card{}, false
 	}
-	return claims, card, true
+	return claims, run, card, true
+}
+
+// linkRun finds the run a link may act on: the turn's current run, when
+// it belongs to the chain of runs (first run and its continue-as-new
+// successors) that claims.Run belongs to. A turn id that names another
+// execution now (the old turn closed and the id was taken again) is
+// refused: the link was made for the old one.
+func (s *Server) linkRun(w http.ResponseWriter, r *http.Request, claims links.Claims) (string, bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+	defer cancel()
+	cur, err := s.describeTurn(ctx, claims.Turn, "")
+	if err != nil {
+		s.pageTurnFailure(w, r, claims.Turn, err)
+		return "", false
+	}
+	if claims.Run == cur.run || claims.Run == cur.firstRun {
+		return cur.run, true
+	}
+	made, err := s.describeTurn(ctx, claims.Turn, claims.Run)
+	var nf *serviceerror.NotFound
+	switch {
+	case err == nil && made.firstRun == cur.firstRun:
+		return cur.run, true
+	case err == nil || errors.As(err, &nf):
+		// Another chain, or a run the server no longer keeps.
+		renderErrorPage(w, http.StatusGone, "Link no longer valid",
+			fmt.Sprintf("This link was made for an earlier turn with the id %s, which has ended; it does nothing for the turn that has this id now. Decide in the inbox.", claims.Turn), "/inbox")
+	default:
+		s.pageTurnFailure(w, r, claims.Turn, err)
+	}
+	return "", false
 }
 
 // linkRefused writes the page for a token Verify refused.
@@ -168,6 +211,9 @@ func (s *Server) linkRefused(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, links.ErrExpired):
 		renderErrorPage(w, http.StatusGone, "Link expired", "This link has expired. Decide in the inbox, or ask for a new link.", "/inbox")
+	case errors.Is(err, links.ErrUnbound):
+		renderErrorPage(w, http.StatusGone, "Link expired",
+			"This link was made by an older version of Tollgate that did not bind links to their turn's run, so it no longer works. Decide in the inbox, or ask for a new link.", "/inbox")
 	default:
 		// ErrTampered, and anything else Verify may add: trust nothing.
 		renderErrorPage(w, http.StatusForbidden, "Invalid link", "This link is not valid: it was altered, cut short, or signed with a key this gateway does not have.", "")
@@ -178,20 +224,16 @@ func (s *Server) linkRefused(w http.ResponseWriter, err error) {
 // (a one-click link, a connect link), answering with an error page when
 // the turn, its worker or the call is not there.
 func (s *Server) pageCard(w http.ResponseWriter, r *http.Request, turn, call string) (results.Card, bool) {
+	return s.pageCardRun(w, r, turn, "", call)
+}
+
+// pageCardRun is pageCard of the turn's run runID (empty: the current).
+func (s *Server) pageCardRun(w http.ResponseWriter, r *http.Request, turn, runID, call string) (results.Card, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
 	defer cancel()
-	st, err := s.state(ctx, turn, "")
+	st, err := s.state(ctx, turn, runID)
 	if err != nil {
-		var nf *serviceerror.NotFound
-		switch err = s.noWorker(ctx, err, turn); {
-		case errors.As(err, &nf):
-			renderErrorPage(w, http.StatusNotFound, "No such turn", fmt.Sprintf("There is no turn %s any more.", turn), "")
-		case errors.Is(err, errNoWorker):
-			w.Header().Set("Retry-After", retryAfter)
-			renderErrorPage(w, http.StatusServiceUnavailable, "No worker is running", "No worker answered for this turn; try the link again in a moment.", "")
-		default:
-			s.internal(w, r, "read the turn", err)
-		}
+		s.pageTurnFailure(w, r, turn, s.noWorker(ctx, err, turn))
 		return results.Card{}, false
 	}
 	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == call })
@@ -200,4 +242,18 @@ func (s *Server) pageCard(w http.ResponseWriter, r *http.Request, turn, call str
 		return results.Card{}, false
 	}
 	return st.Cards[i], true
+}
+
+// pageTurnFailure writes the page for a turn that could not be read.
+func (s *Server) pageTurnFailure(w http.ResponseWriter, r *http.Request, turn string, err error) {
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		renderErrorPage(w, http.StatusNotFound, "No such turn", fmt.Sprintf("There is no turn %s any more.", turn), "")
+	case errors.Is(err, errNoWorker):
+		w.Header().Set("Retry-After", retryAfter)
+		renderErrorPage(w, http.StatusServiceUnavailable, "No worker is running", "No worker answered for this turn; try the link again in a moment.", "")
+	default:
+		s.internal(w, r, "read the turn", err)
+	}
 }

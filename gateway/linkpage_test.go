@@ -1,6 +1,10 @@
 package gateway_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -25,12 +29,17 @@ func csrfOf(t testing.TB, page string) string {
 	return m[1]
 }
 
-// link signs a link for a call as it waits now.
+// link signs a link for a call as it waits now, in the turn's current run.
 func (e *env) link(turn, call string, d results.DecisionKind, by string, expires time.Time) string {
 	e.t.Helper()
 	s, err := e.state(turn)
 	require.NoError(e.t, err)
-	tok, err := e.signer.Sign(links.Claims{Turn: turn, Call: call, Decision: d, ArgsHash: links.ArgsHash(card(e.t, s, call).EffectiveArguments()), By: by, Expires: expires})
+	desc, err := e.caller.DescribeWorkflowExecution(e.t.Context(), turn, "")
+	require.NoError(e.t, err)
+	tok, err := e.signer.Sign(links.Claims{
+		Turn: turn, Run: desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), Call: call, Decision: d,
+		ArgsHash: links.ArgsHash(card(e.t, s, call).EffectiveArguments()), By: by, Expires: expires,
+	})
 	require.NoError(e.t, err)
 	return tok
 }
@@ -136,9 +145,22 @@ func TestLinkRefusals(t *testing.T) {
 	require.Equal(t, http.StatusConflict, r.code)
 	require.Contains(t, r.body, "it no longer waits for a decision")
 
-	// The arguments changed after the link was made: the turn ended and a
-	// new turn took its id, with a call of the same id that deploys to
-	// production. The link, made for staging, must not approve that.
+	// The arguments are not the ones the link was made for: refused.
+	other := e.park("", "one", "ann", 1)
+	desc, err := e.caller.DescribeWorkflowExecution(t.Context(), other, "")
+	require.NoError(t, err)
+	wrong, err := e.signer.Sign(links.Claims{
+		Turn: other, Run: desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), Call: "d1", Decision: results.DecisionApprove,
+		ArgsHash: links.ArgsHash([]byte(`{"env":"production"}`)), By: "ann", Expires: time.Now().Add(time.Hour),
+	})
+	require.NoError(t, err)
+	r = get(wrong)
+	require.Equal(t, http.StatusConflict, r.code, r.body)
+	require.Contains(t, r.body, "changed after this link was made")
+
+	// The turn ended and a new turn took its id, with a call of the same
+	// id that deploys to production. The link, made for the old run, must
+	// not approve that: it is refused before its arguments are compared.
 	reused := e.park("", "one", "ann", 1)
 	stale := e.link(reused, "d1", results.DecisionApprove, "ann", time.Now().Add(time.Hour))
 	opened := get(stale) // the person opens the link before the change...
@@ -146,12 +168,12 @@ func TestLinkRefusals(t *testing.T) {
 	require.NoError(t, e.caller.TerminateWorkflow(t.Context(), reused, "", "replaced"))
 	e.park(reused, "one-production", "ann", 1)
 	r = get(stale)
-	require.Equal(t, http.StatusConflict, r.code, r.body)
-	require.Contains(t, r.body, "changed after this link was made")
+	require.Equal(t, http.StatusGone, r.code, r.body)
+	require.Contains(t, r.body, "made for an earlier turn")
 	// ...and presses its button after: refused all the same.
 	r = postForm(t, browser, e.http.URL, "/v1/links/"+stale, url.Values{"csrf": {csrfOf(t, opened.body)}})
-	require.Equal(t, http.StatusConflict, r.code, r.body)
-	require.Contains(t, r.body, "changed after this link was made")
+	require.Equal(t, http.StatusGone, r.code, r.body)
+	require.Contains(t, r.body, "made for an earlier turn")
 	// A page's CSRF token is bound to its own link.
 	fresh := e.link(reused, "d1", results.DecisionApprove, "ann", time.Now().Add(time.Hour))
 	r = postForm(t, browser, e.http.URL, "/v1/links/"+fresh, url.Values{"csrf": {csrfOf(t, opened.body)}})
@@ -159,4 +181,22 @@ func TestLinkRefusals(t *testing.T) {
 	s, err := e.state(reused)
 	require.NoError(t, err)
 	require.Equal(t, results.StatePendingApproval, card(t, s, "d1").State)
+
+	// A link from before links named their run, authentic and unexpired.
+	unbound := signRaw([]byte(strings.Repeat("s", 32)), []byte(fmt.Sprintf(
+		`{"t":%q,"c":"d1","d":"approve","h":%q,"b":"ann","e":%q,"i":"old"}`,
+		reused, links.ArgsHash(card(t, s, "d1").EffectiveArguments()), time.Now().Add(time.Hour).UTC().Format(time.RFC3339))))
+	r = get(unbound)
+	require.Equal(t, http.StatusGone, r.code, r.body)
+	require.Contains(t, r.body, "did not bind links to their turn")
+}
+
+// signRaw MACs a payload as the links package does (tollgate link v1), to
+// make tokens today's Sign refuses to: the ones older code made.
+func signRaw(key, payload []byte) string {
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte("tollgate link v1\x00"))
+	h.Write([]byte(p))
+	return p + "." + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }

@@ -14,8 +14,10 @@ import (
 	"sync"
 	"unicode"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -50,7 +52,7 @@ type TurnList struct {
 }
 
 func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) {
-	f := turnlist.Filter{Status: workflows.Status(r.URL.Query().Get("status")), User: r.URL.Query().Get("user")}
+	f := turnlist.Filter{Status: workflows.Status(r.URL.Query().Get("status")), User: r.URL.Query().Get("user"), Users: principal(r).Users}
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {
@@ -189,7 +191,12 @@ func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
 	defer cancel()
-	st, err := s.state(ctx, id, "")
+	run, err := s.reach(ctx, principal(r), id)
+	if err != nil {
+		s.temporalFailure(w, r, "read the turn", err)
+		return
+	}
+	st, err := s.state(ctx, id, run)
 	if err != nil {
 		s.temporalFailure(w, r, "read the turn", s.noWorker(ctx, err, id))
 		return
@@ -208,11 +215,18 @@ func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) {
 // optionally its id.
 type startRequest struct {
 	ID string `json:"id,omitempty"`
+	// Rerun asks to re-use the id of a closed turn (the rerun scope).
+	Rerun bool `json:"rerun,omitempty"`
 	workflows.Input
 }
 
 // maxIDLen bounds turn ids we accept (Temporal's own limit is higher).
 const maxIDLen = 255
+
+// generatedPrefix starts the ids the gateway (and the starter) make.
+// Callers may not choose one: those ids are Tollgate's to hand out, and
+// the starter's are short enough to guess.
+const generatedPrefix = "tollgate-"
 
 func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	var req startRequest
@@ -220,14 +234,27 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := principal(r)
-	switch {
-	case req.User == "":
+	if req.User == "" {
 		req.User = p.Principal
-	case req.User != p.Principal:
+	}
+	switch {
+	case p.Limited() && !p.Reaches(req.User):
+		fail(w, r, http.StatusForbidden, fmt.Sprintf("the key of %s may start turns only for %s, not for %q", p.Principal, strings.Join(p.Users, ", "), req.User))
+		return
+	case !p.Limited() && req.User != p.Principal:
 		fail(w, r, http.StatusForbidden, fmt.Sprintf("the key of %s may start turns only for %s, not for %q", p.Principal, p.Principal, req.User))
 		return
 	}
-	if req.ID == "" {
+	if (req.Head != "" || len(req.Messages) > 0 || req.Workspace != "") && !p.Has(apikey.History) {
+		fail(w, r, http.StatusForbidden, fmt.Sprintf("the key of %s does not have the %s scope that setting head, messages or workspace needs: they load a stored conversation or workspace", p.Principal, apikey.History))
+		return
+	}
+	if req.Rerun && !p.Has(apikey.Rerun) {
+		fail(w, r, http.StatusForbidden, fmt.Sprintf("the key of %s does not have the %s scope that re-using a closed turn's id needs", p.Principal, apikey.Rerun))
+		return
+	}
+	generated := req.ID == ""
+	if generated {
 		req.ID = newTurnID()
 	} else if err := checkID(req.ID); err != nil {
 		fail(w, r, http.StatusBadRequest, err.Error())
@@ -238,8 +265,14 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	summary, details := workflows.StartSummary(req.Input)
-	run, err := s.opts.Temporal.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{
+	opts := client.StartWorkflowOptions{
 		ID: req.ID, TaskQueue: s.opts.TaskQueue, StaticSummary: summary, StaticDetails: details,
+		// An id names one turn, ever: a closed turn's id taken again would
+		// inherit what was made for the old turn (links, a session's next
+		// child, answers recorded for it). Only a rerun may take a closed
+		// one; nothing takes a running one.
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// A second POST with the same id must not attach to the first
 		// turn as if it had started it.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
@@ -247,33 +280,69 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		// server hands it the first workflow task in the start's answer;
 		// elsewhere this is an ordinary start.
 		EnableEagerStart: true,
-	}, workflows.WorkflowName, req.Input)
-	if err != nil {
+	}
+	if req.Rerun {
+		opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+	}
+	var run client.WorkflowRun
+	var err error
+	for attempt := 0; ; attempt++ {
+		run, err = s.opts.Temporal.ExecuteWorkflow(r.Context(), opts, workflows.WorkflowName, req.Input)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if errors.As(err, &started) {
-			fail(w, r, http.StatusConflict, fmt.Sprintf("a turn with id %s is already running", req.ID))
-			return
+		if err == nil || !errors.As(err, &started) {
+			break
 		}
+		// A generated id that is taken (48 random bits: all but never) is
+		// ours to replace; a chosen one is the caller's to change.
+		if generated && attempt < 2 {
+			req.ID = newTurnID()
+			opts.ID = req.ID
+			continue
+		}
+		fail(w, r, http.StatusConflict, s.takenID(r.Context(), req.ID))
+		return
+	}
+	if err != nil {
 		s.temporalFailure(w, r, "start the turn", err)
 		return
 	}
-	s.log.Info("Turn started through the gateway", "turn", req.ID, "by", p.Principal)
+	s.log.Info("Turn started through the gateway", "turn", req.ID, "by", p.Principal, "rerun", req.Rerun)
 	w.Header().Set("Location", "/v1/turns/"+pathEscape(req.ID))
 	writeJSON(w, http.StatusCreated, map[string]string{"id": req.ID, "run_id": run.GetRunID()})
+}
+
+// takenID says why a start under id was refused: a turn runs under it,
+// or one did.
+func (s *Server) takenID(ctx context.Context, id string) string {
+	d, err := s.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return fmt.Sprintf("a turn with id %s existed before; an id names one turn only, so choose another", id)
+	}
+	return fmt.Sprintf("a turn with id %s is already running; choose another id", id)
 }
 
 func newTurnID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return "tollgate-" + hex.EncodeToString(b)
+	return generatedPrefix + hex.EncodeToString(b)
 }
 
+// checkID says what makes a caller's turn id unfit. Besides printable and
+// bounded, an id stays out of the names Tollgate gives workflows itself:
+// those with a "/" (a session's turns, <session>/turn-<n>; webhook
+// deliveries, <run>/<type>/<call>/<n>) and the generated tollgate-<hex>.
 func checkID(id string) error {
 	if len(id) > maxIDLen {
 		return fmt.Errorf("id is longer than %d bytes", maxIDLen)
 	}
 	if strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
 		return fmt.Errorf("id must be printable and contain no spaces")
+	}
+	if strings.Contains(id, "/") {
+		return fmt.Errorf("id must not contain /: ids with one are the turns of sessions and Tollgate's own workflows")
+	}
+	if len(id) >= len(generatedPrefix) && strings.EqualFold(id[:len(generatedPrefix)], generatedPrefix) {
+		return fmt.Errorf("id must not start with %s: the prefix %s is reserved for the ids Tollgate makes (leave id out to get one)", generatedPrefix, generatedPrefix)
 	}
 	return nil
 }
@@ -326,12 +395,17 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
 	defer cancel()
+	run, err := s.reach(ctx, p, id)
+	if err != nil {
+		s.temporalFailure(w, r, "read the turn", err)
+		return
+	}
 	if len(p.Tools) > 0 {
-		if !s.checkToolLimit(ctx, w, r, p, id, req.CallID) {
+		if !s.checkToolLimit(ctx, w, r, p, id, run, req.CallID) {
 			return
 		}
 	}
-	card, err := s.apply(ctx, id, updateID, resp)
+	card, err := s.applyRun(ctx, id, run, updateID, resp)
 	if err != nil {
 		s.respondFailure(w, r, err)
 		return
@@ -345,8 +419,8 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 
 // checkToolLimit asks the turn which tool the call is of, for a key that
 // may answer only some tools. It writes the refusal itself.
-func (s *Server) checkToolLimit(ctx context.Context, w http.ResponseWriter, r *http.Request, p apikey.Entry, turnID, callID string) bool {
-	st, err := s.state(ctx, turnID, "")
+func (s *Server) checkToolLimit(ctx context.Context, w http.ResponseWriter, r *http.Request, p apikey.Entry, turnID, runID, callID string) bool {
+	st, err := s.state(ctx, turnID, runID)
 	if err != nil {
 		s.temporalFailure(w, r, "read the turn", s.noWorker(ctx, err, turnID))
 		return false
@@ -363,11 +437,19 @@ func (s *Server) checkToolLimit(ctx context.Context, w http.ResponseWriter, r *h
 	return true
 }
 
-// apply sends the respond Update under updateID and waits for the card.
+// apply sends the respond Update under updateID to the turn's current run
+// and waits for the card.
 func (s *Server) apply(ctx context.Context, turnID, updateID string, resp workflows.Response) (results.Card, error) {
+	return s.applyRun(ctx, turnID, "", updateID, resp)
+}
+
+// applyRun is apply to the turn's run runID (empty: its current run): a
+// run that ended meanwhile is not answered in its successor's place.
+func (s *Server) applyRun(ctx context.Context, turnID, runID, updateID string, resp workflows.Response) (results.Card, error) {
 	h, err := s.opts.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		UpdateID:     updateID,
 		WorkflowID:   turnID,
+		RunID:        runID,
 		UpdateName:   workflows.RespondName,
 		Args:         []any{resp},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -383,6 +465,59 @@ func (s *Server) apply(ctx context.Context, turnID, updateID string, resp workfl
 		return results.Card{}, s.noWorker(ctx, err, turnID)
 	}
 	return card, nil
+}
+
+// reach resolves turn id for a key limited to some users: the run it
+// names now, when that run is one of the key's users' turns. Another
+// user's turn is NotFound, as a turn that does not exist is, so the key
+// learns nothing of it; the run is pinned so a turn that takes the id
+// meanwhile is not the one read or answered. A key without the limit
+// gets "" (the current run, whatever it is) and costs no Describe.
+func (s *Server) reach(ctx context.Context, p apikey.Entry, id string) (string, error) {
+	if !p.Limited() {
+		return "", nil
+	}
+	t, err := s.describeTurn(ctx, id, "")
+	if err != nil {
+		return "", err
+	}
+	// Before its first workflow task a turn has no TollgateUser yet: it
+	// is nobody's, so a limited key does not see it.
+	if !p.Reaches(t.user) {
+		return "", serviceerror.NewNotFound("turn not reachable by this key")
+	}
+	return t.run, nil
+}
+
+// turnRef is what Describe says of one run of a turn.
+type turnRef struct {
+	run, firstRun, user string
+	open                bool
+}
+
+// describeTurn describes run runID of turn id (empty: the current one).
+func (s *Server) describeTurn(ctx context.Context, id, runID string) (turnRef, error) {
+	d, err := s.opts.Temporal.DescribeWorkflowExecution(ctx, id, runID)
+	if err != nil {
+		return turnRef{}, s.noWorker(ctx, err, id)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	t := turnRef{
+		run:      info.GetExecution().GetRunId(),
+		firstRun: info.GetFirstRunId(),
+		open:     info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+	}
+	// A server too old to report the chain's first run: the run is its
+	// own chain.
+	if t.firstRun == "" {
+		t.firstRun = t.run
+	}
+	if p := info.GetSearchAttributes().GetIndexedFields()[workflows.UserAttr.GetName()]; p != nil {
+		if err := converter.GetDefaultDataConverter().FromPayload(p, &t.user); err != nil {
+			t.user = ""
+		}
+	}
+	return t, nil
 }
 
 // errNoWorker is a request no worker answered in time.

@@ -86,9 +86,14 @@ type Event struct {
 	// ID is the webhook-id: deterministic, set by the workflow (e.g.
 	// "<turn>/call.waiting/<call>/<n>"), so a redelivery carries the same
 	// id and receivers can drop duplicates.
-	ID     string        `json:"id"`
-	Type   string        `json:"type"`
-	Turn   string        `json:"turn_id"`
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	Turn string `json:"turn_id"`
+	// Run is the run id of the turn's execution that emitted the event;
+	// DeliveryWorkflow fills it from its parent when the workflow did
+	// not. A call.waiting event's links are bound to it (links.Claims.Run),
+	// and an event without it (scheduled before it existed) carries none.
+	Run    string        `json:"run_id,omitempty"`
 	User   string        `json:"user,omitempty"`
 	Card   *results.Card `json:"card,omitempty"`   // call.waiting, call.decided
 	Status string        `json:"status,omitempty"` // turn.ended: the turn's final status
@@ -139,7 +144,12 @@ type Payload struct {
 
 // Data is an event's content.
 type Data struct {
-	Turn   string        `json:"turn_id"`
+	Turn string `json:"turn_id"`
+	// Run is the run id of the turn's execution that emitted the event;
+	// DeliveryWorkflow fills it from its parent when the workflow did
+	// not. A call.waiting event's links are bound to it (links.Claims.Run),
+	// and an event without it (scheduled before it existed) carries none.
+	Run    string        `json:"run_id,omitempty"`
 	User   string        `json:"user,omitempty"`
 	Card   *results.Card `json:"card,omitempty"`
 	Status string        `json:"status,omitempty"`
@@ -456,7 +466,8 @@ func (d *Deliverer) body(e Event) ([]byte, error) {
 	if e.Text != "" {
 		data.Text, _ = results.Truncate(e.Text, results.Limits{MaxBytes: MaxText})
 	}
-	if e.Type == TypeCallWaiting && e.Card.State == results.StatePendingApproval && d.links != nil {
+	// A link without its run would be refused by the gateway.
+	if e.Type == TypeCallWaiting && e.Card.State == results.StatePendingApproval && d.links != nil && e.Run != "" {
 		l, err := d.makeLinks(e)
 		if err != nil {
 			return nil, err
@@ -479,6 +490,7 @@ func (d *Deliverer) body(e Event) ([]byte, error) {
 func (d *Deliverer) makeLinks(e Event) (*Links, error) {
 	claims := links.Claims{
 		Turn:     e.Turn,
+		Run:      e.Run,
 		Call:     e.Card.CallID,
 		ArgsHash: links.ArgsHash(e.Card.EffectiveArguments()),
 		By:       d.linkBy,

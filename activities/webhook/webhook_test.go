@@ -111,6 +111,7 @@ func waitingEvent() webhook.Event {
 		ID:   "turn-1/call.waiting/call_1/1",
 		Type: webhook.TypeCallWaiting,
 		Turn: "turn-1",
+		Run:  "run-1",
 		User: "ana",
 		Card: pendingCard(),
 		At:   eventAt,

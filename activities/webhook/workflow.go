@@ -33,7 +33,15 @@ func ActivityOptions() workflow.ActivityOptions {
 // workflow id, it lets a turn end without waiting for slow receivers, and
 // a second start for the same event is refused by Temporal instead of
 // sending twice.
+//
+// The event's Run, when the turn did not set it, is the run of the turn
+// that started this workflow, so the links it carries are bound to it.
+// Only the activity's input changes with it, which replay does not
+// compare, so deliveries in flight replay as before.
 func DeliveryWorkflow(ctx workflow.Context, e Event) error {
+	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; e.Run == "" && p != nil {
+		e.Run = p.RunID
+	}
 	ctx = workflow.WithActivityOptions(ctx, ActivityOptions())
 	return workflow.ExecuteActivity(ctx, DeliverName, e).Get(ctx, nil)
 }

@@ -7,8 +7,14 @@
 //
 //	{"keys": [
 //	  {"principal": "ops", "sha256": "9f86d0…", "scopes": ["read", "respond"]},
-//	  {"principal": "ci", "sha256": "60303a…", "scopes": ["respond"], "tools": ["write_file"]}
+//	  {"principal": "ci", "sha256": "60303a…", "scopes": ["respond"], "tools": ["write_file"]},
+//	  {"principal": "helpdesk", "sha256": "b5bb9d…", "scopes": ["read", "respond", "start"], "users": ["ann", "bob"]}
 //	]}
+//
+// "users", when present, limits the key to the turns of those users: it
+// lists, reads, answers and starts only theirs, and every other turn is,
+// for it, a turn that does not exist. Entries without it reach every
+// user's turns, as before the field existed.
 //
 // A principal may hold several keys (to rotate one, add the new key, then
 // delete the old entry). A Set loaded from a file notices when the file
@@ -33,6 +39,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Scope is one thing a key may do.
@@ -45,10 +53,16 @@ const (
 	Respond Scope = "respond"
 	// Start starts turns.
 	Start Scope = "start"
+	// Rerun lets a start re-use the id of a closed turn, when it asks to
+	// ("rerun": true). Without it an id names one turn, ever.
+	Rerun Scope = "rerun"
+	// History lets a start set head, messages or workspace: they load a
+	// stored conversation or a workspace, which may be another user's.
+	History Scope = "history"
 )
 
 // Scopes lists every scope, in the order help texts name them.
-var Scopes = []Scope{Read, Respond, Start}
+var Scopes = []Scope{Read, Respond, Start, Rerun, History}
 
 // Prefix starts every key, so a leaked one is recognisable in logs and
 // by secret scanners.
@@ -72,6 +86,9 @@ type Entry struct {
 	Scopes []Scope `json:"scopes"`
 	// Tools, when set, limit Respond to calls of these tools.
 	Tools []string `json:"tools,omitempty"`
+	// Users, when set, limit the key to the turns of these users (the
+	// turn's user, TollgateUser): it sees, answers and starts only theirs.
+	Users []string `json:"users,omitempty"`
 	// Created is informational: when `gateway keys add` made the key.
 	Created time.Time `json:"created,omitzero"`
 }
@@ -84,6 +101,19 @@ func (e Entry) Has(s Scope) bool { return slices.Contains(e.Scopes, s) }
 func (e Entry) MayAnswer(tool string) bool {
 	return len(e.Tools) == 0 || slices.Contains(e.Tools, tool)
 }
+
+// Limited reports whether the key reaches only some users' turns.
+func (e Entry) Limited() bool { return len(e.Users) > 0 }
+
+// Reaches reports whether the key may see and act on a turn of user. A
+// limited key reaches no turn without a user.
+func (e Entry) Reaches(user string) bool {
+	return !e.Limited() || (user != "" && slices.Contains(e.Users, user))
+}
+
+// maxUserLen bounds the names in Users. It stays under the 256 bytes the
+// workflow clips TollgateUser to, so a clipped long name never equals one.
+const maxUserLen = 200
 
 // Validate reports the first thing wrong with e, as a sentence.
 func (e Entry) Validate() error {
@@ -105,6 +135,29 @@ func (e Entry) Validate() error {
 		if strings.TrimSpace(t) == "" || t != strings.TrimSpace(t) {
 			return fmt.Errorf("key of %s: tool names must be non-empty and without spaces around them", e.Principal)
 		}
+	}
+	if e.Users != nil && len(e.Users) == 0 {
+		// An empty list would read as "no limit": say what was meant.
+		return fmt.Errorf("key of %s: users is empty; leave it out to reach every user's turns, or name the users", e.Principal)
+	}
+	for _, u := range e.Users {
+		if err := checkUser(u); err != nil {
+			return fmt.Errorf("key of %s: user %q %w", e.Principal, u, err)
+		}
+	}
+	return nil
+}
+
+// checkUser keeps user names fit for a visibility query literal and for
+// comparing with TollgateUser.
+func checkUser(u string) error {
+	switch {
+	case u == "" || u != strings.TrimSpace(u):
+		return errors.New("must be non-empty and without spaces around it")
+	case len(u) > maxUserLen || !utf8.ValidString(u):
+		return fmt.Errorf("must be UTF-8 of at most %d bytes", maxUserLen)
+	case strings.ContainsAny(u, "'\"\\`") || strings.ContainsFunc(u, unicode.IsControl):
+		return errors.New("must not contain quotes, backslashes or control characters")
 	}
 	return nil
 }
@@ -329,6 +382,7 @@ func (s *Set) find(sum []byte) (Entry, bool) {
 	e := entries[found].Entry
 	e.Scopes = slices.Clone(e.Scopes)
 	e.Tools = slices.Clone(e.Tools)
+	e.Users = slices.Clone(e.Users)
 	return e, true
 }
 

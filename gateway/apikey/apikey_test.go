@@ -126,3 +126,45 @@ func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "none.json"), nil)
 	require.ErrorContains(t, err, "open keys file")
 }
+
+// Issue 25: a key may be limited to named users; the field is optional,
+// so keys files written before it read as they did.
+func TestUsersLimitAKey(t *testing.T) {
+	entries, err := Parse([]byte(`{"keys": [
+		{"principal": "ops", "sha256": "` + Hash("a") + `", "scopes": ["read"]},
+		{"principal": "desk", "sha256": "` + Hash("b") + `", "scopes": ["read", "respond", "rerun", "history"], "users": ["ann", "bob@example.com"]}
+	]}`))
+	require.NoError(t, err)
+	require.False(t, entries[0].Limited())
+	require.True(t, entries[0].Reaches("anyone"))
+	require.True(t, entries[0].Reaches(""))
+	require.True(t, entries[1].Limited())
+	require.True(t, entries[1].Reaches("ann"))
+	require.True(t, entries[1].Reaches("bob@example.com"))
+	require.False(t, entries[1].Reaches("carol"))
+	require.False(t, entries[1].Reaches(""), "a limited key reaches no turn without a user")
+	require.False(t, entries[1].Reaches("Ann"))
+
+	set, err := NewSet(entries...)
+	require.NoError(t, err)
+	got, ok := set.Lookup("b")
+	require.True(t, ok)
+	require.Equal(t, []string{"ann", "bob@example.com"}, got.Users)
+	got.Users[0] = "mallory"
+	again, _ := set.Lookup("b")
+	require.Equal(t, "ann", again.Users[0], "a looked-up entry is a copy")
+
+	for name, users := range map[string][]string{
+		"empty list": {},
+		"blank":      {""},
+		"spaces":     {" ann"},
+		"quote":      {"a'nn"},
+		"backslash":  {`a\nn`},
+		"control":    {"a\nn"},
+		"too long":   {strings.Repeat("a", 201)},
+		"not utf8":   {"\xff"},
+	} {
+		e := Entry{Principal: "desk", SHA256: Hash("x"), Scopes: []Scope{Read}, Users: users}
+		require.Error(t, e.Validate(), name)
+	}
+}

@@ -4,8 +4,9 @@
 // A token is an internal/signedtoken token: <payload>.<mac>, the payload
 // the JSON of Claims, the mac HMAC-SHA256 over the link label and the
 // payload. A token only says what its signer meant; the gateway still
-// checks that the call waits and that its arguments hash to ArgsHash, and
-// derives the Update id from the token's ID so a link applies at most once.
+// checks that the call waits, that its arguments hash to ArgsHash and that
+// the turn is still the execution chain Run names, and derives the Update
+// id from the token's ID so a link applies at most once.
 package links
 
 import (
@@ -30,6 +31,10 @@ var (
 	ErrTampered = errors.New("the link is not valid: it was altered or is not a Tollgate link")
 	// ErrExpired: the token is authentic but its expiry has passed.
 	ErrExpired = errors.New("the link has expired")
+	// ErrUnbound: the token is authentic but names no run. Links made
+	// before they named their run are refused: such a link would decide
+	// for whatever turn holds its turn id when it is pressed.
+	ErrUnbound = errors.New("the link was made by an older Tollgate and names no run of its turn")
 )
 
 const (
@@ -46,7 +51,16 @@ const macLabel = "tollgate link v1\x00"
 
 // Claims are what one link decides. Every field is signed.
 type Claims struct {
-	Turn     string               `json:"t"`
+	Turn string `json:"t"`
+	// Run is a run id of the turn's execution when the link was made (the
+	// run that emitted the event). A turn id can name another execution
+	// later (closed turns' ids can be taken again, by the Go API or a
+	// rerun key, or once retention forgets them); the gateway applies a
+	// link only while the turn's current run belongs to the same chain of
+	// runs as Run, so a continue-as-new keeps it working and a new turn
+	// under the old id does not. Tokens from before it have none and are
+	// refused (ErrUnbound).
+	Run      string               `json:"r,omitempty"`
 	Call     string               `json:"c"`
 	Decision results.DecisionKind `json:"d"` // approve or deny only
 	// ArgsHash binds the link to the call's arguments when it was made:
@@ -76,8 +90,17 @@ func (c Claims) validate() error {
 	if c.Decision != results.DecisionApprove && c.Decision != results.DecisionDeny {
 		return fmt.Errorf("a link can only approve or deny, not %q", c.Decision)
 	}
+	// Last, so Verify can tell an old token (all else fine) from a bad one.
+	if c.Run == "" {
+		return errNoRun
+	}
+	if err := signedtoken.CheckClaims(c.ID, c.Expires, signedtoken.Field{Name: "run", Value: c.Run}); err != nil {
+		return fmt.Errorf("a link %w", err)
+	}
 	return nil
 }
+
+var errNoRun = errors.New("a link needs a run: the run id of the turn's execution it decides for")
 
 // Signer signs with its first key and verifies with all of them, so a
 // secret can be rotated: put the new one first and keep the old one until
@@ -119,8 +142,9 @@ func (s *Signer) Sign(c Claims) (string, error) {
 }
 
 // Verify checks token's signature against every key and its expiry
-// against now, and returns its claims. Failures wrap ErrTampered or
-// ErrExpired; claims are returned only when both checks pass.
+// against now, and returns its claims. Failures wrap ErrTampered,
+// ErrUnbound or ErrExpired; claims are returned only when every check
+// passes.
 func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 	var c Claims
 	if err := s.keys.Open(macLabel, token, &c); err != nil {
@@ -128,7 +152,9 @@ func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 	}
 	// An authentic token whose claims do not validate means a signer bug
 	// or a leaked key: refused as tampered.
-	if err := c.validate(); err != nil {
+	if err := c.validate(); errors.Is(err, errNoRun) {
+		return Claims{}, ErrUnbound
+	} else if err != nil {
 		return Claims{}, fmt.Errorf("%w (%v)", ErrTampered, err)
 	}
 	if !now.Before(c.Expires) {

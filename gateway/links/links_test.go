@@ -25,6 +25,7 @@ var (
 func claims() links.Claims {
 	return links.Claims{
 		Turn:     "turn-1",
+		Run:      "0195f7c1-5d5e-7b8a-9c3d-2e4f6a8b0c1d",
 		Call:     "call_1",
 		Decision: results.DecisionApprove,
 		ArgsHash: links.ArgsHash(json.RawMessage(`{"path":"a.txt"}`)),
@@ -88,6 +89,8 @@ func TestSignRefusesBadClaims(t *testing.T) {
 		want string
 	}{
 		"no turn":       {func(c *links.Claims) { c.Turn = "" }, "needs a turn"},
+		"no run":        {func(c *links.Claims) { c.Run = "" }, "needs a run"},
+		"bad run":       {func(c *links.Claims) { c.Run = "\xff" }, "UTF-8"},
 		"no call":       {func(c *links.Claims) { c.Call = "" }, "needs a call"},
 		"no args hash":  {func(c *links.Claims) { c.ArgsHash = "" }, "arguments hash"},
 		"no principal":  {func(c *links.Claims) { c.By = "" }, "principal"},
@@ -156,9 +159,9 @@ func TestVerifyRefusesSignedButInvalidClaims(t *testing.T) {
 	// A MAC over claims Sign would refuse: only a signer bug or a leaked
 	// key makes one, and Verify refuses it all the same.
 	for name, payload := range map[string]string{
-		"answer decision": `{"t":"t","c":"c","d":"answer","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x"}`,
-		"unknown field":   `{"t":"t","c":"c","d":"approve","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x","admin":true}`,
-		"trailing data":   `{"t":"t","c":"c","d":"approve","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x"} {}`,
+		"answer decision": `{"t":"t","r":"r","c":"c","d":"answer","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x"}`,
+		"unknown field":   `{"t":"t","r":"r","c":"c","d":"approve","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x","admin":true}`,
+		"trailing data":   `{"t":"t","r":"r","c":"c","d":"approve","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x"} {}`,
 		"not json":        `approve everything`,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -277,12 +280,29 @@ func TestLoadSecret(t *testing.T) {
 func TestTokenFormatIsStable(t *testing.T) {
 	s, err := links.NewSigner([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	c := links.Claims{Turn: "t", Call: "c", Decision: "approve", ArgsHash: "h", By: "b", Expires: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), ID: "abc"}
-	const sent = "eyJ0IjoidCIsImMiOiJjIiwiZCI6ImFwcHJvdmUiLCJoIjoiaCIsImIiOiJiIiwiZSI6IjIwMzAtMDEtMDFUMDA6MDA6MDBaIiwiaSI6ImFiYyJ9.79xvjlp5wrRch2Wo7ZQfZmvq2LI1vZWVEjBOe8XIJOU"
+	c := links.Claims{Turn: "t", Run: "r", Call: "c", Decision: "approve", ArgsHash: "h", By: "b", Expires: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), ID: "abc"}
+	const sent = "eyJ0IjoidCIsInIiOiJyIiwiYyI6ImMiLCJkIjoiYXBwcm92ZSIsImgiOiJoIiwiYiI6ImIiLCJlIjoiMjAzMC0wMS0wMVQwMDowMDowMFoiLCJpIjoiYWJjIn0.aBJSfyVPWUSJqrYZnrfE7288QyOglLwROinaGB71tFk"
 	tok, err := s.Sign(c)
 	require.NoError(t, err)
 	require.Equal(t, sent, tok)
 	got, err := s.Verify(sent, time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC))
 	require.NoError(t, err)
 	require.Equal(t, c, got)
+}
+
+// Issue 25, item 3: a token from before links named their run, authentic
+// and unexpired, is refused: it would decide for any turn that holds its
+// turn id when pressed, a re-created one included.
+func TestVerifyRefusesTokensWithoutARun(t *testing.T) {
+	s, err := links.NewSigner([]byte(strings.Repeat("k", 32)))
+	require.NoError(t, err)
+	// Signed by the code before runs were named (the pinned token of then).
+	const old = "eyJ0IjoidCIsImMiOiJjIiwiZCI6ImFwcHJvdmUiLCJoIjoiaCIsImIiOiJiIiwiZSI6IjIwMzAtMDEtMDFUMDA6MDA6MDBaIiwiaSI6ImFiYyJ9.79xvjlp5wrRch2Wo7ZQfZmvq2LI1vZWVEjBOe8XIJOU"
+	c, err := s.Verify(old, time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC))
+	require.ErrorIs(t, err, links.ErrUnbound)
+	require.NotErrorIs(t, err, links.ErrTampered)
+	require.Zero(t, c)
+	// An old token that is also malformed is tampered, not old.
+	_, err = s.Verify(links.SignRaw([]byte(strings.Repeat("k", 32)), []byte(`{"t":"t","c":"c","d":"answer","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x"}`)), time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC))
+	require.ErrorIs(t, err, links.ErrTampered)
 }

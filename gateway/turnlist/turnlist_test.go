@@ -13,6 +13,7 @@ func TestQuery(t *testing.T) {
 	require.Equal(t, "WorkflowType = 'AgentTurn'", Filter{}.Query())
 	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateStatus = 'waiting' AND TollgateUser = 'ann@example.com'",
 		Filter{Status: workflows.StatusWaiting, User: "ann@example.com"}.Query())
+	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateUser IN ('ann', 'bob')", Filter{Users: []string{"ann", "bob"}}.Query())
 }
 
 func TestCheck(t *testing.T) {
@@ -26,6 +27,8 @@ func TestCheck(t *testing.T) {
 		"long user":      {User: string(make([]byte, maxUserLen+1))},
 		"limit":          {Limit: MaxLimit + 1},
 		"negative":       {Limit: -1},
+		"limit quote":    {Users: []string{"ann", "a') OR ('1'='1"}},
+		"limit empty":    {Users: []string{""}},
 	} {
 		require.Error(t, f.Check(), name)
 	}

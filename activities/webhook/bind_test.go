@@ -1,0 +1,70 @@
+package webhook_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tollgate-dev/tollgate/activities/webhook"
+	"github.com/tollgate-dev/tollgate/gateway/links"
+)
+
+// Issue 25, item 3: a link names the run of the turn it was made in, so
+// the gateway can refuse it for another run under the same turn id.
+func TestLinksCarryTheTurnsRun(t *testing.T) {
+	signer, err := links.NewSigner(linkSecret)
+	require.NoError(t, err)
+	rcv := newReceiver(t)
+	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}, Links: signer, GatewayURL: "https://tollgate.example.com"}))
+	e := waitingEvent()
+	e.Run = "run-of-turn-1"
+	_, err = env.ExecuteActivity(webhook.DeliverName, e)
+	require.NoError(t, err)
+	l := verify(t, rcv.deliveries()[0]).Data.Links
+	require.NotNil(t, l)
+	for _, u := range []string{l.Approve, l.Deny} {
+		token := u[strings.LastIndexByte(u, '/')+1:]
+		c, err := signer.Verify(token, eventAt)
+		require.NoError(t, err)
+		require.Equal(t, "run-of-turn-1", c.Run)
+	}
+
+	// An event that names no run (one scheduled before runs were named)
+	// still goes out, without links the gateway would refuse anyway.
+	e = waitingEvent()
+	e.ID = "turn-1/call.waiting/call_1/2"
+	e.Run = ""
+	_, err = env.ExecuteActivity(webhook.DeliverName, e)
+	require.NoError(t, err)
+	p := verify(t, rcv.deliveries()[1])
+	require.Nil(t, p.Data.Links)
+	require.Equal(t, "call_1", p.Data.Card.CallID)
+}
+
+// The delivery workflow names the run of the turn that started it.
+func TestDeliveryWorkflowNamesTheParentRun(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var got webhook.Event
+	env.RegisterActivityWithOptions(func(_ context.Context, e webhook.Event) error {
+		got = e
+		return nil
+	}, activity.RegisterOptions{Name: webhook.DeliverName})
+	env.RegisterWorkflowWithOptions(webhook.DeliveryWorkflow, workflow.RegisterOptions{Name: webhook.DeliveryWorkflowName})
+	var parentRun string
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		parentRun = workflow.GetInfo(ctx).WorkflowExecution.RunID
+		e := waitingEvent()
+		e.Run = ""
+		e.Card = pendingCard()
+		return workflow.ExecuteChildWorkflow(ctx, webhook.DeliveryWorkflowName, e).Get(ctx, nil)
+	})
+	require.NoError(t, env.GetWorkflowError())
+	require.NotEmpty(t, parentRun)
+	require.Equal(t, parentRun, got.Run)
+}
