@@ -201,12 +201,24 @@ func Hash(key string) string {
 // New makes a key for principal and its entry. The key is returned only
 // here; the entry holds its hash.
 func New(principal string, scopes []Scope, tools []string) (key string, e Entry, err error) {
+	return NewLimited(principal, scopes, Limits{Tools: tools})
+}
+
+// Limits narrow what a new key reaches: the tools whose calls it may
+// answer and the users whose turns it may see and act on (empty: all).
+type Limits struct {
+	Tools []string
+	Users []string
+}
+
+// NewLimited is New with the key's limits.
+func NewLimited(principal string, scopes []Scope, l Limits) (key string, e Entry, err error) {
 	b := make([]byte, keyBytes)
 	if _, err := rand.Read(b); err != nil {
 		return "", Entry{}, fmt.Errorf("read randomness for a key: %w", err)
 	}
 	key = Prefix + base64.RawURLEncoding.EncodeToString(b)
-	e = Entry{Principal: principal, SHA256: Hash(key), Scopes: scopes, Tools: tools, Created: time.Now().UTC().Truncate(time.Second)}
+	e = Entry{Principal: principal, SHA256: Hash(key), Scopes: scopes, Tools: l.Tools, Users: l.Users, Created: time.Now().UTC().Truncate(time.Second)}
 	if err := e.Validate(); err != nil {
 		return "", Entry{}, err
 	}
@@ -413,7 +425,7 @@ func (s *Set) reloadLocked() {
 // at path (creating it, readable by its owner only), and returns the key.
 // The file is replaced atomically, so a gateway reading it never sees half
 // a file.
-func AddToFile(path, principal string, scopes []Scope, tools []string) (string, error) {
+func AddToFile(path, principal string, scopes []Scope, l Limits) (string, error) {
 	var entries []Entry
 	data, err := os.ReadFile(path)
 	switch {
@@ -425,7 +437,7 @@ func AddToFile(path, principal string, scopes []Scope, tools []string) (string, 
 			return "", fmt.Errorf("keys file %s: %w", path, err)
 		}
 	}
-	key, e, err := New(principal, scopes, tools)
+	key, e, err := NewLimited(principal, scopes, l)
 	if err != nil {
 		return "", err
 	}

@@ -90,7 +90,7 @@ func TestParseRefusesUnknownFieldsAndBadEntries(t *testing.T) {
 
 func TestAddToFileAppendsAndTheSetReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.json")
-	k1, err := AddToFile(path, "ops", []Scope{Read, Respond}, nil)
+	k1, err := AddToFile(path, "ops", []Scope{Read, Respond}, Limits{})
 	require.NoError(t, err)
 	info, err := os.Stat(path)
 	require.NoError(t, err)
@@ -104,7 +104,7 @@ func TestAddToFileAppendsAndTheSetReloads(t *testing.T) {
 	_, ok := s.Lookup(k1)
 	require.True(t, ok)
 
-	k2, err := AddToFile(path, "ci", []Scope{Respond}, []string{"write_file"})
+	k2, err := AddToFile(path, "ci", []Scope{Respond}, Limits{Tools: []string{"write_file"}})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, ok := s.Lookup(k2); return ok }, 5*time.Second, 50*time.Millisecond,
 		"a key added to the file works without a restart")
@@ -118,7 +118,7 @@ func TestAddToFileAppendsAndTheSetReloads(t *testing.T) {
 	_, ok = s.Lookup(k2)
 	require.True(t, ok)
 
-	_, err = AddToFile(path, "x", []Scope{Read}, nil)
+	_, err = AddToFile(path, "x", []Scope{Read}, Limits{})
 	require.Error(t, err, "a malformed file is not overwritten")
 }
 

@@ -5,7 +5,7 @@
 //
 //	gateway --keys keys.json [--listen 127.0.0.1:8080] [--link-secret-file link.secret]
 //	gateway --dev                       anonymous access as "dev", loopback only
-//	gateway keys add --principal ops --scopes read,respond [--tools write_file] --file keys.json
+//	gateway keys add --principal ops --scopes read,respond [--tools write_file] [--users ann] --file keys.json
 package main
 
 import (
@@ -47,7 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if len(args) >= 2 && args[0] == "keys" && args[1] == "add" {
 		err = keysAdd(args[2:], stdout, stderr, getenv)
 	} else if len(args) >= 1 && args[0] == "keys" {
-		err = usageError{"usage: gateway keys add --principal NAME --scopes read,respond[,start] [--tools a,b] --file keys.json"}
+		err = usageError{"usage: gateway keys add --principal NAME --scopes read,respond[,start] [--tools a,b] [--users ann,bob] --file keys.json"}
 	} else {
 		err = serve(ctx, args, stderr, getenv)
 	}
@@ -68,8 +68,9 @@ func keysAdd(args []string, stdout, stderr io.Writer, getenv func(string) string
 	fs := flag.NewFlagSet("gateway keys add", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	principal := fs.String("principal", "", "who the key speaks for: the `by` of its decisions (required)")
-	scopes := fs.String("scopes", "", "comma-separated `scopes`: read, respond, start (required)")
+	scopes := fs.String("scopes", "", "comma-separated `scopes`: read, respond, start, history, rerun (required)")
 	tools := fs.String("tools", "", "comma-separated `tools` whose calls the key may answer (default all)")
+	users := fs.String("users", "", "comma-separated `users` whose turns alone the key lists, reads, answers and starts (default all)")
 	file := fs.String("file", getenv("TOLLGATE_GATEWAY_KEYS"), "keys `file` to append to, created if missing (TOLLGATE_GATEWAY_KEYS)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,19 +82,24 @@ func keysAdd(args []string, stdout, stderr io.Writer, getenv func(string) string
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	var ts []string
-	for t := range strings.SplitSeq(*tools, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			ts = append(ts, t)
-		}
-	}
-	key, err := apikey.AddToFile(*file, *principal, sc, ts)
+	key, err := apikey.AddToFile(*file, *principal, sc, apikey.Limits{Tools: splitList(*tools), Users: splitList(*users)})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "Added a key for %s to %s. It is shown only now; the file keeps its hash.\n", *principal, *file)
 	fmt.Fprintln(stdout, key)
 	return nil
+}
+
+// splitList reads a comma-separated flag; nil when it names nothing.
+func splitList(v string) []string {
+	var out []string
+	for t := range strings.SplitSeq(v, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 type serveFlags struct {

@@ -34,6 +34,18 @@ func TestKeysAdd(t *testing.T) {
 	require.Equal(t, "ops", e.Principal)
 	require.Equal(t, []apikey.Scope{apikey.Read, apikey.Respond}, e.Scopes)
 	require.Equal(t, []string{"write_file", "shell"}, e.Tools)
+	require.Empty(t, e.Users, "no --users: every user's turns")
+
+	// --users limits the key to those users' turns.
+	code, out, errOut = runArgs(t, nil, "keys", "add", "--principal", "ann-bot", "--scopes", "read", "--users", "ann, bob", "--file", file)
+	require.Equal(t, 0, code, errOut)
+	set, err = apikey.Load(file, nil)
+	require.NoError(t, err)
+	e, ok = set.Lookup(strings.TrimSpace(out))
+	require.True(t, ok)
+	require.Equal(t, []string{"ann", "bob"}, e.Users)
+	require.True(t, e.Reaches("ann"))
+	require.False(t, e.Reaches("carol"))
 
 	// TOLLGATE_GATEWAY_KEYS names the file too.
 	code, out, errOut = runArgs(t, map[string]string{"TOLLGATE_GATEWAY_KEYS": file}, "keys", "add", "--principal", "ci", "--scopes", "start")
@@ -45,6 +57,7 @@ func TestKeysAdd(t *testing.T) {
 		{"keys", "add", "--scopes", "read", "--file", file},
 		{"keys", "add", "--principal", "ops", "--scopes", "admin", "--file", file},
 		{"keys", "add", "--principal", "o p s", "--scopes", "read", "--file", file},
+		{"keys", "add", "--principal", "ops", "--scopes", "read", "--users", "ann\"", "--file", file},
 		{"keys", "remove"},
 	} {
 		code, _, errOut = runArgs(t, nil, args...)
