@@ -182,6 +182,7 @@ func TestCluster(t *testing.T) {
 		}
 		return len(inFlight) > 0
 	})
+	killedPID := workers[victim].proc.cmd.Process.Pid
 	workers[victim].proc.kill()
 	killedAt := time.Now()
 	t.Logf("SIGKILLed worker %s with slow_once in flight for %d turns: %v", victim, len(inFlight), inFlight)
@@ -243,38 +244,54 @@ func TestCluster(t *testing.T) {
 	}
 
 	// No non-idempotent tool ran twice; the calls the kill interrupted
-	// say their outcome is unknown.
+	// say their outcome is unknown. The ledger read at the kill is only a
+	// lower bound of what was in flight: the server may have handed the
+	// killed process a slow_once task it died before recording. So an
+	// outcome-unknown call is judged by the whole ledger: it never
+	// returned anywhere, and any run of it was in the killed process.
 	entries := mustLedger(t, ledgerPath)
 	starts := map[string]int{}
+	ended := map[string]bool{}
+	elsewhere := map[string]bool{}
 	writer := map[string]string{}
 	for _, e := range entries {
-		if e.Phase != "start" {
-			continue
-		}
-		starts[e.Tool+" "+e.Turn]++
-		writer[e.Tool+" "+e.Turn] = e.Worker
-	}
-	twice := 0
-	for _, id := range ids {
-		for _, name := range []string{SlowOnce, CommitOnce} {
-			n := starts[name+" "+id]
-			if n != 1 {
-				t.Errorf("%s ran %d times in %s, want once", name, n, id)
+		key := e.Tool + " " + e.Turn
+		switch e.Phase {
+		case "start":
+			starts[key]++
+			writer[key] = e.Worker
+			if e.PID != killedPID {
+				elsewhere[key] = true
 			}
-			if n > 1 {
-				twice++
-			}
+		case "end":
+			ended[key] = true
 		}
 	}
-	unknown := 0
+	unknown, twice := 0, 0
 	for _, id := range ids {
 		card := cardOf(t, final[id], "slow")
-		if card.State == results.StateFailed && card.Failure != nil && card.Failure.Reason == results.FailureOutcomeUnknown {
+		slowUnknown := card.State == results.StateFailed && card.Failure != nil && card.Failure.Reason == results.FailureOutcomeUnknown
+		for _, name := range []string{SlowOnce, CommitOnce} {
+			key := name + " " + id
+			n := starts[key]
+			switch {
+			case n > 1:
+				twice++
+				t.Errorf("%s ran %d times in %s, want at most once", name, n, id)
+			case name == SlowOnce && slowUnknown:
+				if ended[key] || elsewhere[key] {
+					t.Errorf("%s in %s ends outcome unknown but ran outside the killed worker (runs %d, returned %v)", name, id, n, ended[key])
+				}
+			case n != 1:
+				t.Errorf("%s ran %d times in %s, want once", name, n, id)
+			}
+		}
+		if slowUnknown {
 			unknown++
 		}
 	}
-	require.GreaterOrEqual(t, unknown, 1, "a slow_once call interrupted by the kill ends outcome unknown")
-	require.LessOrEqual(t, unknown, len(inFlight), "only calls in flight on the killed worker may end outcome unknown")
+	require.GreaterOrEqual(t, unknown, len(inFlight), "every slow_once call seen in flight on the killed worker ends outcome unknown")
+	t.Logf("%d slow_once calls ended outcome unknown (%d seen in flight at the kill)", unknown, len(inFlight))
 	perWorker := map[string]int{}
 	for _, e := range entries {
 		if e.Phase == "start" {
