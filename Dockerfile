@@ -8,8 +8,8 @@ COPY . .
 # modernc SQLite (used only by --dev) is pure Go, so the binary is static.
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./worker \
  && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/starter ./starter \
- && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/gateway ./gateway/cmd/gateway \
- && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/healthcheck ./deploy/healthcheck \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/gateway ./cmd/gateway \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/healthcheck ./cmd/healthcheck \
  && mkdir -p /out/data /out/workspace
 
 FROM gcr.io/distroless/static-debian12:nonroot

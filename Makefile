@@ -30,20 +30,20 @@ lint:
 	$(GO) tool workflowcheck -config workflows/workflowcheck.config.yaml ./workflows/...
 
 ## bench: Tollgate against bare Temporal on one in-process server; the
-## table goes to stdout and bench/results.md (BENCHFLAGS=-long parks 10,000)
+## table goes to stdout and docs/bench-results.md (BENCHFLAGS=-long parks 10,000)
 bench:
-	$(GO) run ./bench/cmd/bench -out bench/results.md $(BENCHFLAGS)
+	$(GO) run ./cmd/bench -out docs/bench-results.md $(BENCHFLAGS)
 
 ## histories: re-record the replay corpus in workflows/testdata/histories
 histories:
-	$(GO) test -count=1 ./internal/e2e/ -record
+	$(GO) test -count=1 ./internal/tests/e2e/ -record
 
 ## test-cluster: the production-shaped test: PostgreSQL, the Temporal
 ## server binary, SeaweedFS (S3) and two worker processes, killed and
 ## restarted; the first run builds the server, its CLI and SeaweedFS
 test-cluster:
-	GO="$(GO)" ./internal/cluster/bins.sh
-	TOLLGATE_CLUSTER=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./internal/cluster/
+	GO="$(GO)" ./internal/tests/cluster/bins.sh
+	TOLLGATE_CLUSTER=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./internal/tests/cluster/
 
 ## compose-up / compose-down: Postgres, Temporal, its UI and the worker
 compose-up:

@@ -11,13 +11,13 @@ import (
 
 	"github.com/tollgate-dev/tollgate/activities"
 	"github.com/tollgate-dev/tollgate/activities/builtin"
-	"github.com/tollgate-dev/tollgate/activities/connections"
-	"github.com/tollgate-dev/tollgate/activities/model/providers"
-	"github.com/tollgate-dev/tollgate/activities/tool"
-	"github.com/tollgate-dev/tollgate/activities/transcript"
+	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/model/providers"
 	"github.com/tollgate-dev/tollgate/storage/blobstore"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
+	"github.com/tollgate-dev/tollgate/storage/transcript"
+	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 

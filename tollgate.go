@@ -30,16 +30,16 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities"
-	"github.com/tollgate-dev/tollgate/activities/connections"
-	"github.com/tollgate-dev/tollgate/activities/model"
-	"github.com/tollgate-dev/tollgate/activities/model/providers"
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/activities/webhook"
+	"github.com/tollgate-dev/tollgate/connections"
 	"github.com/tollgate-dev/tollgate/metrics"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/providers"
 	"github.com/tollgate-dev/tollgate/storage/blobstore"
 	"github.com/tollgate-dev/tollgate/storage/codec"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
+	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 

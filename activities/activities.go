@@ -8,9 +8,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/tollgate-dev/tollgate/activities/model"
-	"github.com/tollgate-dev/tollgate/activities/tool"
-	"github.com/tollgate-dev/tollgate/activities/transcript"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/storage/transcript"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Activity type names, as registered by RegisterActivity on *Activities.

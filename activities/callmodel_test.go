@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/tollgate-dev/tollgate/activities/model"
-	"github.com/tollgate-dev/tollgate/activities/transcript"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/transcript"
 )
 
 // fakeProvider records every request and answers with reply.

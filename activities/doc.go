@@ -3,8 +3,8 @@
 // DescribeTools tells the workflow what the worker's tools are, and
 // PreviewTool shows what a call waiting for approval would change.
 //
-// The tool SDK lives in activities/tool, the built-in tools in
-// activities/builtin, model providers under activities/model, account
-// connections in activities/connections and the conversation store in
+// The tool SDK lives in tool, the built-in tools in
+// activities/builtin, model providers under model, account
+// connections in connections and the conversation store in
 // activities/transcript.
 package activities

@@ -7,9 +7,9 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/tollgate-dev/tollgate/activities/model"
-	"github.com/tollgate-dev/tollgate/activities/transcript"
 	"github.com/tollgate-dev/tollgate/metrics"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/storage/transcript"
 )
 
 // MaxModelLabels bounds the model label: the model names come from

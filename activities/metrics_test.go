@@ -13,12 +13,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/tollgate-dev/tollgate/activities/model"
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/metrics"
 	"github.com/tollgate-dev/tollgate/metrics/metricstest"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // metricsEnv is newEnv with the activities' metrics going to rec.

@@ -10,8 +10,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // PreviewToolName is the activity type of PreviewTool.

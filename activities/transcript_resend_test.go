@@ -15,9 +15,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities"
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tollgatetest"
+	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 

@@ -4,7 +4,7 @@
 // image builds, and the init service's shell command, run here on a
 // temporary directory as it runs in its container. The compose scripts
 // themselves run against a real PostgreSQL and Temporal server in
-// internal/cluster (make test-cluster).
+// internal/tests/cluster (make test-cluster).
 package deploy_test
 
 import (

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
-	"github.com/tollgate-dev/tollgate/internal/browser"
+	"github.com/tollgate-dev/tollgate/internal/tests/browser"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )

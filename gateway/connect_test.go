@@ -20,21 +20,21 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/tollgate-dev/tollgate"
-	"github.com/tollgate-dev/tollgate/activities/connections"
-	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
-	"github.com/tollgate-dev/tollgate/activities/connections/oauth/oauthtest"
-	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/connections/oauth"
+	"github.com/tollgate-dev/tollgate/connections/oauth/oauthtest"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tollgatetest"
+	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
 // The OAuth tests run the whole flow against a real authorization server
 // (ory/fosite, in oauthtest) and a real Temporal server, over HTTP with a
 // cookie jar standing in for the browser; connect_browser_test.go in
-// internal/e2e does the same in Chromium.
+// internal/tests/e2e does the same in Chromium.
 
 func init() {
 	scripts["issues"] = tollgatetest.NewModel(

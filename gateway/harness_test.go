@@ -25,13 +25,13 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/tollgate-dev/tollgate"
-	"github.com/tollgate-dev/tollgate/activities/model"
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
 	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tollgatetest"
+	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 

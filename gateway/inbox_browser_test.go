@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-dev/tollgate/internal/browser"
+	"github.com/tollgate-dev/tollgate/internal/tests/browser"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tollgatetest"
 	"github.com/tollgate-dev/tollgate/workflows"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 )
 

@@ -15,13 +15,13 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/tollgate-dev/tollgate"
-	"github.com/tollgate-dev/tollgate/activities/model"
-	"github.com/tollgate-dev/tollgate/activities/model/scripted"
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/scripted"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// Model is the scripted provider (activities/model/scripted) playing the
+// Model is the scripted provider (model/scripted) playing the
 // given replies: reply i answers a conversation that already holds i
 // assistant messages, so it is stateless and a retried model call gets
 // the same reply. It also records every request, for assertions on what

@@ -21,8 +21,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-dev/tollgate/internal/browser"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
+	"github.com/tollgate-dev/tollgate/internal/tests/browser"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )

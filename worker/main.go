@@ -22,11 +22,11 @@ import (
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/activities/builtin"
 	"github.com/tollgate-dev/tollgate/activities/mcp"
-	"github.com/tollgate-dev/tollgate/activities/model/providers"
 	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
+	"github.com/tollgate-dev/tollgate/model/providers"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/workflows"
 )

@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/activities/mcp"
-	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // openMCP opens the MCP servers of --mcp and returns their tools, and

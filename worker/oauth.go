@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tollgate-dev/tollgate/activities/connections"
-	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
+	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/links"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/activities/model"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
 )
 

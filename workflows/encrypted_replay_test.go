@@ -14,7 +14,7 @@ import (
 )
 
 // encryptedCorpus holds histories recorded with payload encryption on
-// (`go test ./internal/e2e/ -run Encryption -record`), and test-keys, the
+// (`go test ./internal/tests/e2e/ -run Encryption -record`), and test-keys, the
 // public test-only keys they were encrypted with: the current key first,
 // then the one it rotated from.
 const encryptedCorpus = "testdata/histories/encrypted"
@@ -35,7 +35,7 @@ func TestEncryptedCorpusReplays(t *testing.T) {
 	t.Setenv(codec.EnvKeysFile, "") // only what each case gives
 	files, err := filepath.Glob(filepath.Join(encryptedCorpus, "*.json"))
 	require.NoError(t, err)
-	require.NotEmpty(t, files, "the encrypted corpus is missing; record it with go test ./internal/e2e/ -run Encryption -record")
+	require.NotEmpty(t, files, "the encrypted corpus is missing; record it with go test ./internal/tests/e2e/ -run Encryption -record")
 	keys := encryptedCorpusKeys(t)
 	current, original := keys[0], keys[1]
 

@@ -20,9 +20,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities"
-	"github.com/tollgate-dev/tollgate/activities/tool"
-	"github.com/tollgate-dev/tollgate/activities/transcript"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/transcript"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // ran is one start of a tool's activity, local or not, as the test

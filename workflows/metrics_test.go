@@ -14,11 +14,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities"
-	"github.com/tollgate-dev/tollgate/activities/tool"
-	"github.com/tollgate-dev/tollgate/activities/transcript"
 	"github.com/tollgate-dev/tollgate/metrics"
 	"github.com/tollgate-dev/tollgate/metrics/metricstest"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/transcript"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // newMetricsHarness is newHarness with the SDK's metrics going to rec.

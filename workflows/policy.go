@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // validateInput rejects a turn that cannot run, with a sentence saying why.

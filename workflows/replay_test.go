@@ -17,14 +17,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities"
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
 // corpus is the replay corpus: histories of real turns on a real server,
-// one per path, recorded by `go test ./internal/e2e/ -record`.
+// one per path, recorded by `go test ./internal/tests/e2e/ -record`.
 const corpus = "testdata/histories"
 
 // minCorpus is how many paths the corpus must cover at least.
@@ -70,7 +70,7 @@ func corpusFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(corpus, "*.json"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(files), minCorpus, "the corpus in %s is missing; record it with go test ./internal/e2e/ -record", corpus)
+	require.GreaterOrEqual(t, len(files), minCorpus, "the corpus in %s is missing; record it with go test ./internal/tests/e2e/ -record", corpus)
 	return files
 }
 

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/tollgate-dev/tollgate/activities/transcript"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/transcript"
 )
 
 // A send or end whose text is not UTF-8 is refused with a sentence, as

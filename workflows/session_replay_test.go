@@ -20,7 +20,7 @@ import (
 )
 
 // sessionCorpus holds histories of AgentSession runs recorded on a real
-// server by `go test ./internal/e2e/ -record`: one per path (turns queued
+// server by `go test ./internal/tests/e2e/ -record`: one per path (turns queued
 // and continued, end while a turn waits, a transfer, the first and the
 // last run of a session that continued as new).
 const sessionCorpus = "testdata/histories/sessions"
@@ -58,7 +58,7 @@ func sessionFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(sessionCorpus, "*.json"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(files), minSessionCorpus, "the session corpus in %s is missing; record it with go test ./internal/e2e/ -record", sessionCorpus)
+	require.GreaterOrEqual(t, len(files), minSessionCorpus, "the session corpus in %s is missing; record it with go test ./internal/tests/e2e/ -record", sessionCorpus)
 	return files
 }
 

@@ -24,10 +24,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities"
-	"github.com/tollgate-dev/tollgate/activities/model"
-	"github.com/tollgate-dev/tollgate/activities/tool"
-	"github.com/tollgate-dev/tollgate/activities/transcript"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/transcript"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 const sessionID = "chat"

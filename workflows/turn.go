@@ -10,10 +10,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities"
-	"github.com/tollgate-dev/tollgate/activities/model"
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/activities/webhook"
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // AgentTurn runs one agent turn: model, tools, people, until a final

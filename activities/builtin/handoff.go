@@ -4,8 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 type handoffArgs struct {

@@ -14,8 +14,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 const userAgent = "Tollgate/1 (http_fetch)"

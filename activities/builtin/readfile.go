@@ -13,8 +13,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // maxListEntries bounds one list_dir answer; a model rarely needs more and

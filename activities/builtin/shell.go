@@ -13,8 +13,8 @@ import (
 	"unicode"
 
 	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // timeoutGrace is how much longer the activity may run than a tool's own

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-dev/tollgate/activities/tool"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // What one call costs, from Run to its outcome: a tool in the worker's

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/activities/connections"
-	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Config is an MCP configuration file: the servers whose tools a worker

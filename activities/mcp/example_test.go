@@ -5,8 +5,8 @@ import (
 	"log"
 
 	"github.com/tollgate-dev/tollgate"
-	"github.com/tollgate-dev/tollgate/activities/connections"
 	"github.com/tollgate-dev/tollgate/activities/mcp"
+	"github.com/tollgate-dev/tollgate/connections"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 )
 

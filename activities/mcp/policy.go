@@ -3,7 +3,7 @@ package mcp
 import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // Policy is what Tollgate does with one MCP tool: whether a person

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
-	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // stdinGrace is how long a server may take to exit once its stdin is

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway/links"
 )
 

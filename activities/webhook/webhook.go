@@ -32,7 +32,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/tollgate-dev/tollgate/activities/connections/oauth"
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway/links"
 	"github.com/tollgate-dev/tollgate/results"
 )

@@ -18,8 +18,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tollgate-dev/tollgate/activities/connections"
-	"github.com/tollgate-dev/tollgate/activities/tool"
+	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 

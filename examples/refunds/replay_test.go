@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/tollgate-dev/tollgate"
-	"github.com/tollgate-dev/tollgate/activities/connections"
+	"github.com/tollgate-dev/tollgate/connections"
 	"github.com/tollgate-dev/tollgate/examples/refunds"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/results"

@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/converter"
 
-	"github.com/tollgate-dev/tollgate/activities/connections"
+	"github.com/tollgate-dev/tollgate/connections"
 	"github.com/tollgate-dev/tollgate/storage/codec"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 )

@@ -246,7 +246,7 @@ func FreePort() (int, error) {
 }
 
 // DevDynamicConfig is what `worker --dev` runs the embedded server with;
-// bench/results.md measured each part.
+// docs/bench-results.md measured each part.
 //
 // The server has a single history shard, and each of the shard's queue
 // processors reads new tasks at most 20 times a second by default, so every

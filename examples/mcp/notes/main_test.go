@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	tgmcp "github.com/tollgate-dev/tollgate/activities/mcp"
-	"github.com/tollgate-dev/tollgate/activities/model/scripted"
+	"github.com/tollgate-dev/tollgate/model/scripted"
 )
 
 func connect(t *testing.T, dir string, choose string) *mcp.ClientSession {

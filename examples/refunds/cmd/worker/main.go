@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/tollgate-dev/tollgate"
-	"github.com/tollgate-dev/tollgate/activities/connections"
-	"github.com/tollgate-dev/tollgate/activities/model/providers"
+	"github.com/tollgate-dev/tollgate/connections"
 	"github.com/tollgate-dev/tollgate/examples/refunds"
+	"github.com/tollgate-dev/tollgate/model/providers"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 )
 

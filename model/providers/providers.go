@@ -1,0 +1,226 @@
+// Package providers routes a "provider:name" model string to its
+// model.Provider. It lives apart from package model because it imports
+// every provider package, and they all import model.
+//
+// Prefixes:
+//   - openai:<model>    Chat Completions at OPENAI_BASE_URL (default OpenAI),
+//     which is how vLLM, llama.cpp, LM Studio or OpenRouter are reached.
+//   - ollama:<model>    Chat Completions at Ollama's OpenAI endpoint
+//     (OLLAMA_HOST, default http://localhost:11434/v1); no key.
+//   - anthropic:<model> the Messages API.
+//   - scripted:<script> a built-in script ("demo"), or a script file beneath
+//     the operator's scripts directory (Config.ScriptDir,
+//     TOLLGATE_SCRIPTS_DIR); without one, only the built-ins.
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/anthropic"
+	"github.com/tollgate-dev/tollgate/model/openai"
+	"github.com/tollgate-dev/tollgate/model/scripted"
+)
+
+// DefaultOllamaBaseURL is where a local Ollama serves its OpenAI API.
+const DefaultOllamaBaseURL = "http://localhost:11434/v1"
+
+// Config is what the router needs. Empty fields mean defaults.
+type Config struct {
+	OpenAIKey, OpenAIBaseURL       string
+	AnthropicKey, AnthropicBaseURL string
+	// OllamaBaseURL is the OpenAI-compatible endpoint for "ollama:";
+	// empty means DefaultOllamaBaseURL.
+	OllamaBaseURL string
+	// HTTPClient is shared by every provider; nil means each SDK's default.
+	HTTPClient *http.Client
+	// ScriptDir is the only directory "scripted:" may read script files
+	// from: relative paths are taken from it, absolute ones must lie
+	// beneath it, and neither ".." nor a symbolic link leads out. Empty
+	// allows only the built-in scripts, since the model string comes from
+	// whoever starts a turn.
+	ScriptDir string
+}
+
+// ScriptDirVar names the scripts directory in the environment.
+const ScriptDirVar = "TOLLGATE_SCRIPTS_DIR"
+
+// maxKeyFileBytes bounds what a *_FILE variable may name: a key is a
+// line, and a mistaken path (a log, a device) must not be read whole.
+const maxKeyFileBytes = 64 << 10
+
+// LoadConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL,
+// ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_HOST (as Ollama itself
+// reads it: host, host:port or a URL) and TOLLGATE_SCRIPTS_DIR.
+//
+// Each key may instead be read from a file named by OPENAI_API_KEY_FILE or
+// ANTHROPIC_API_KEY_FILE (a mounted secret), which keeps it out of the
+// environment a tool's child process could read. Setting both forms of
+// one key, or naming a file that cannot be read or is empty, is an error
+// that names the variable and never the file's content.
+func LoadConfigFromEnv() (Config, error) {
+	env := func(k string) string { return strings.TrimSpace(os.Getenv(k)) }
+	openaiKey, err1 := keyFromEnv(openai.KeyVar)
+	anthropicKey, err2 := keyFromEnv(anthropic.KeyVar)
+	return Config{
+		OpenAIKey:        openaiKey,
+		OpenAIBaseURL:    env("OPENAI_BASE_URL"),
+		AnthropicKey:     anthropicKey,
+		AnthropicBaseURL: env("ANTHROPIC_BASE_URL"),
+		OllamaBaseURL:    ollamaBaseURL(env("OLLAMA_HOST")),
+		ScriptDir:        env(ScriptDirVar),
+	}, errors.Join(err1, err2)
+}
+
+// ConfigFromEnv is LoadConfigFromEnv for callers that cannot report an
+// error: a key whose *_FILE variant is unusable is left empty, so the
+// provider reports the key as not set when it is first used.
+//
+// Deprecated: use LoadConfigFromEnv, which says what is wrong at start.
+func ConfigFromEnv() Config {
+	cfg, _ := LoadConfigFromEnv()
+	return cfg
+}
+
+// keyFromEnv reads the key in variable name, or in the file that
+// name+"_FILE" names.
+func keyFromEnv(name string) (string, error) {
+	fileVar := name + "_FILE"
+	direct := strings.TrimSpace(os.Getenv(name))
+	path := strings.TrimSpace(os.Getenv(fileVar))
+	switch {
+	case path == "":
+		return direct, nil
+	case direct != "":
+		return "", fmt.Errorf("%s and %s are both set; set only one", name, fileVar)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot read the key file: %w", fileVar, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot read the key file %s: %w", fileVar, path, err)
+	}
+	if len(data) > maxKeyFileBytes {
+		return "", fmt.Errorf("%s: the key file %s is larger than %d KiB; it should hold only the key", fileVar, path, maxKeyFileBytes>>10)
+	}
+	key := strings.TrimSpace(string(data))
+	if key == "" {
+		return "", fmt.Errorf("%s: the key file %s is empty", fileVar, path)
+	}
+	if strings.ContainsAny(key, "\r\n") {
+		return "", fmt.Errorf("%s: the key file %s holds more than one line; it should hold only the key", fileVar, path)
+	}
+	return key, nil
+}
+
+func ollamaBaseURL(host string) string {
+	if host == "" {
+		return ""
+	}
+	if !strings.Contains(host, "://") {
+		host = "http://" + host
+	}
+	host = strings.TrimRight(host, "/")
+	if !strings.HasSuffix(host, "/v1") {
+		host += "/v1"
+	}
+	return host
+}
+
+// Router resolves model strings. It is safe for concurrent use.
+type Router struct {
+	cfg       Config
+	custom    map[string]model.Provider
+	openai    *openai.Provider
+	ollama    *openai.Provider
+	anthropic *anthropic.Provider
+}
+
+// NewRouter builds the network providers once; their clients are safe to
+// share across activities.
+func NewRouter(cfg Config) *Router {
+	if cfg.OllamaBaseURL == "" {
+		cfg.OllamaBaseURL = DefaultOllamaBaseURL
+	}
+	cfg.HTTPClient = traced(cfg.HTTPClient)
+	return &Router{
+		cfg:       cfg,
+		openai:    openai.New(openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, HTTPClient: cfg.HTTPClient}),
+		ollama:    openai.New(openai.Config{BaseURL: cfg.OllamaBaseURL, HTTPClient: cfg.HTTPClient}),
+		anthropic: anthropic.New(anthropic.Config{APIKey: cfg.AnthropicKey, BaseURL: cfg.AnthropicBaseURL, HTTPClient: cfg.HTTPClient}),
+	}
+}
+
+// builtinPrefixes are the providers every router has.
+var builtinPrefixes = []string{"openai", "ollama", "anthropic", "scripted"}
+
+// NewRouterWith is NewRouter plus providers of the caller's own, by the
+// prefix their model strings use ("acme:model-7" → custom["acme"]).
+func NewRouterWith(cfg Config, custom map[string]model.Provider) (*Router, error) {
+	r := NewRouter(cfg)
+	r.custom = map[string]model.Provider{}
+	for prefix, p := range custom {
+		if slices.Contains(builtinPrefixes, prefix) {
+			return nil, fmt.Errorf("providers: %q is a built-in provider; choose another prefix for your own", prefix)
+		}
+		if prefix == "" || strings.ContainsAny(prefix, ": ") || p == nil {
+			return nil, fmt.Errorf("providers: a custom provider needs a non-empty prefix without ':' or spaces and a provider (got %q)", prefix)
+		}
+		r.custom[prefix] = p
+	}
+	return r, nil
+}
+
+// Resolve returns the provider for s and the model name to put in the
+// request. Its errors are non-retryable *model.Error values: a model
+// string that does not resolve now will not resolve on a retry.
+func (r *Router) Resolve(s string) (model.Provider, string, error) {
+	prefix, name, err := model.ParseName(s)
+	if err != nil {
+		return nil, "", &model.Error{Message: err.Error()}
+	}
+	if p, ok := r.custom[prefix]; ok {
+		return p, name, nil
+	}
+	// Their APIs take tool names of letters, digits, '_' and '-' only.
+	switch prefix {
+	case "openai":
+		return model.WireNames(r.openai), name, nil
+	case "ollama":
+		return model.WireNames(r.ollama), name, nil
+	case "anthropic":
+		return model.WireNames(r.anthropic), name, nil
+	case "scripted":
+		script, err := scripted.Open(name, r.cfg.ScriptDir)
+		if err != nil {
+			msg := err.Error()
+			if errors.Is(err, scripted.ErrNotAllowed) && r.cfg.ScriptDir == "" {
+				msg += "; the worker's operator can allow script files beneath a directory with " + ScriptDirVar
+			}
+			return nil, "", &model.Error{Message: msg}
+		}
+		return scripted.New(script), name, nil
+	}
+	return nil, "", &model.Error{Message: fmt.Sprintf("model %q: unknown provider %q; use openai, ollama, anthropic or scripted%s", s, prefix, r.customHint())}
+}
+
+func (r *Router) customHint() string {
+	if len(r.custom) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(r.custom))
+	for p := range r.custom {
+		names = append(names, p)
+	}
+	slices.Sort(names)
+	return ", or this worker's own: " + strings.Join(names, ", ")
+}

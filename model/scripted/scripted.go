@@ -1,0 +1,353 @@
+// Package scripted is a model.Provider that plays a JSON script of replies.
+// It is Tollgate's offline default, its demo and its test double: no
+// network, no clock, no randomness, so the same conversation always gets
+// the same reply, and a replayed or retried activity sees what the first
+// attempt saw.
+//
+// # Script format
+//
+//	{
+//	  "replies": [
+//	    {
+//	      "text": "I'll read the notes first.",
+//	      "tool_calls": [
+//	        {"id": "call_1", "name": "read_file", "arguments": {"path": "notes.txt"}},
+//	        {"name": "list_dir", "arguments_raw": "{\"path\": "}
+//	      ],
+//	      "expect": {"last_role": "user", "contains": "notes", "tool_results": 0}
+//	    },
+//	    {"text": "Done.", "expect": {"last_role": "tool", "tool_results": 2}}
+//	  ]
+//	}
+//
+// Which reply plays: the number of assistant messages already in the
+// request. Reply i answers the conversation after i assistant turns, so
+// the provider keeps no state between calls.
+//
+// A reply has optional "text" and optional "tool_calls". A tool call has a
+// "name", an optional "id" (default "call_<reply>_<call>", both counted from
+// 1; ids must be unique in the script) and its arguments either as
+// "arguments", a JSON object sent as compact JSON text (default {}), or as
+// "arguments_raw", a string sent exactly as written, to play a model that
+// writes malformed JSON.
+//
+// "expect" checks what the reply is answering; every field is optional:
+//   - "last_role": the role of the last message sent (user, tool, ...).
+//   - "contains": a substring of the text of the messages since the last
+//     assistant message (the prompt, or the tool results and any user
+//     message after them).
+//   - "tool_results": how many tool messages came since the last assistant
+//     message.
+//
+// A failed check, or a conversation longer than the script, is a
+// non-retryable *model.Error: a script that does not fit the conversation
+// will not fit it on the next attempt either.
+//
+// # Naming a script
+//
+// "scripted:demo" is the built-in demo (see Builtins); "scripted:<path>"
+// loads a file, but only from the scripts directory the operator
+// configured: the model string comes from whoever starts a turn, and
+// without this rule it would read any file the worker can. Open resolves
+// both.
+package scripted
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// Script is a parsed, validated script.
+type Script struct {
+	// Name is how errors refer to the script: "demo" or the file path.
+	Name    string  `json:"-"`
+	Replies []Reply `json:"replies"`
+}
+
+// Reply is one assistant turn.
+type Reply struct {
+	Text      string     `json:"text,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Expect    *Expect    `json:"expect,omitempty"`
+}
+
+// ToolCall is one call a reply makes.
+type ToolCall struct {
+	ID           string          `json:"id,omitempty"`
+	Name         string          `json:"name"`
+	Arguments    json.RawMessage `json:"arguments,omitempty"`
+	ArgumentsRaw *string         `json:"arguments_raw,omitempty"`
+}
+
+// Expect checks what a reply is answering.
+type Expect struct {
+	LastRole    results.Role `json:"last_role,omitempty"`
+	Contains    string       `json:"contains,omitempty"`
+	ToolResults *int         `json:"tool_results,omitempty"`
+}
+
+//go:embed scripts/*.json
+var builtins embed.FS
+
+// Builtins lists the names of the built-in scripts.
+func Builtins() []string {
+	entries, _ := builtins.ReadDir("scripts")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Builtin returns a built-in script by name.
+func Builtin(name string) (*Script, error) {
+	data, err := builtins.ReadFile(path.Join("scripts", name+".json"))
+	if err != nil {
+		return nil, fmt.Errorf("no built-in script %q (built-in: %s)", name, strings.Join(Builtins(), ", "))
+	}
+	return Parse(name, data)
+}
+
+// ErrNotAllowed is wrapped by Open's errors for a script file the
+// confinement rule refuses.
+var ErrNotAllowed = errors.New("script file not allowed")
+
+// Open resolves what follows "scripted:": a built-in name, or a file
+// beneath dir, the operator's scripts directory. A name without a slash or
+// a ".json" suffix is a built-in. A relative path is taken from dir; an
+// absolute one must name a file beneath dir. With dir empty only the
+// built-ins may be named. The file is opened through an os.Root on dir,
+// so neither ".." nor a symbolic link leads out of it.
+func Open(ref, dir string) (*Script, error) {
+	if !strings.ContainsAny(ref, `/\`) && !strings.HasSuffix(ref, ".json") {
+		return Builtin(ref)
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("script %q: %w: no scripts directory is configured, so only the built-in scripts (%s) may be used",
+			ref, ErrNotAllowed, strings.Join(Builtins(), ", "))
+	}
+	rel, err := beneath(ref, dir)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read script %q: open the scripts directory: %w", ref, err)
+	}
+	defer root.Close()
+	data, err := root.ReadFile(rel)
+	if err != nil {
+		if escapes(err) {
+			return nil, fmt.Errorf("script %q: %w: it leads out of the scripts directory through a symbolic link", ref, ErrNotAllowed)
+		}
+		return nil, fmt.Errorf("read script %q: %w", ref, err)
+	}
+	return Parse(ref, data)
+}
+
+// beneath returns ref as a path relative to dir, or an error if it is not
+// lexically beneath dir. os.Root enforces the rule again at open time; the
+// lexical check is what lets the error say which rule a path broke.
+func beneath(ref, dir string) (string, error) {
+	rel := filepath.Clean(ref)
+	if filepath.IsAbs(rel) {
+		absDir, err := filepath.Abs(dir)
+		if err != nil {
+			return "", fmt.Errorf("read script %q: resolve the scripts directory: %w", ref, err)
+		}
+		if rel, err = filepath.Rel(absDir, rel); err != nil {
+			rel = ".."
+		}
+	}
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("script %q: %w: script files must lie beneath the scripts directory", ref, ErrNotAllowed)
+	}
+	return rel, nil
+}
+
+// escapes reports whether err is os.Root refusing a path that leads out
+// of it. The os package does not export that error, only its text.
+func escapes(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent"
+}
+
+// Parse decodes and validates a script. Unknown fields are errors, so a
+// typo in a hand-written script fails loudly rather than silently
+// dropping a check.
+func Parse(name string, data []byte) (*Script, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	s := &Script{Name: name}
+	if err := dec.Decode(s); err != nil {
+		return nil, fmt.Errorf("script %s: %w", name, err)
+	}
+	if len(s.Replies) == 0 {
+		return nil, fmt.Errorf("script %s has no replies", name)
+	}
+	ids := map[string]string{}
+	for i := range s.Replies {
+		r := &s.Replies[i]
+		for j := range r.ToolCalls {
+			c := &r.ToolCalls[j]
+			where := fmt.Sprintf("script %s, reply %d, tool call %d", name, i+1, j+1)
+			if c.Name == "" {
+				return nil, fmt.Errorf("%s: name is missing", where)
+			}
+			if c.ID == "" {
+				c.ID = fmt.Sprintf("call_%d_%d", i+1, j+1)
+			}
+			if prev, dup := ids[c.ID]; dup {
+				return nil, fmt.Errorf("%s: id %q is already used by %s", where, c.ID, prev)
+			}
+			ids[c.ID] = where
+			if c.ArgumentsRaw != nil {
+				if len(c.Arguments) > 0 {
+					return nil, fmt.Errorf("%s: give arguments or arguments_raw, not both", where)
+				}
+				continue
+			}
+			if len(c.Arguments) == 0 {
+				c.Arguments = json.RawMessage(`{}`)
+			}
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(c.Arguments, &obj); err != nil || obj == nil {
+				return nil, fmt.Errorf("%s: arguments must be a JSON object (use arguments_raw for anything else)", where)
+			}
+			var b bytes.Buffer
+			if err := json.Compact(&b, c.Arguments); err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			c.Arguments = b.Bytes()
+		}
+		if e := r.Expect; e != nil && e.ToolResults != nil && *e.ToolResults < 0 {
+			return nil, fmt.Errorf("script %s, reply %d: expect.tool_results is negative", name, i+1)
+		}
+	}
+	return s, nil
+}
+
+// Provider plays one script.
+type Provider struct {
+	script *Script
+}
+
+var _ model.Provider = (*Provider)(nil)
+
+// New returns a Provider for a parsed script.
+func New(s *Script) *Provider { return &Provider{script: s} }
+
+// Complete plays the reply for this point of the conversation. The model
+// name in the request is ignored: the script was chosen when the provider
+// was resolved.
+func (p *Provider) Complete(_ context.Context, req model.Request) (model.Response, error) {
+	s := p.script
+	turns, last := 0, -1
+	for i, m := range req.Messages {
+		if m.Role == results.RoleAssistant {
+			turns, last = turns+1, i
+		}
+	}
+	if turns >= len(s.Replies) {
+		return model.Response{}, &model.Error{Message: fmt.Sprintf("script %s has %d replies; the conversation asks for reply %d", s.Name, len(s.Replies), turns+1)}
+	}
+	reply := s.Replies[turns]
+	if err := check(reply.Expect, req.Messages, last); err != nil {
+		return model.Response{}, &model.Error{Message: fmt.Sprintf("script %s, reply %d: %s", s.Name, turns+1, err)}
+	}
+
+	msg := results.Message{Role: results.RoleAssistant}
+	if reply.Text != "" {
+		msg.Parts = []results.Part{results.TextPart(reply.Text)}
+	}
+	out := len(reply.Text)
+	for _, c := range reply.ToolCalls {
+		args := string(c.Arguments)
+		if c.ArgumentsRaw != nil {
+			args = *c.ArgumentsRaw
+		}
+		msg.ToolCalls = append(msg.ToolCalls, results.ToolCall{ID: c.ID, Name: c.Name, Arguments: args})
+		out += len(c.Name) + len(args)
+	}
+	stop := model.StopEnd
+	if len(msg.ToolCalls) > 0 {
+		stop = model.StopToolCalls
+	}
+	in := len(req.System)
+	for _, m := range req.Messages {
+		in += len(m.Text())
+	}
+	return model.Response{
+		Message:    msg,
+		StopReason: stop,
+		// A stand-in for token counts (about four bytes a token) so that
+		// usage accounting has numbers to add up; derived from the input
+		// alone, like everything else here.
+		Usage: model.Usage{InputTokens: tokens(in), OutputTokens: tokens(out)},
+	}, nil
+}
+
+func tokens(n int) int { return (n + 3) / 4 }
+
+// check applies an expectation to the messages after index last (the last
+// assistant message, -1 for none).
+func check(e *Expect, msgs []results.Message, last int) error {
+	if e == nil {
+		return nil
+	}
+	since := msgs[last+1:]
+	if e.LastRole != "" {
+		got := results.Role("nothing")
+		if len(msgs) > 0 {
+			got = msgs[len(msgs)-1].Role
+		}
+		if got != e.LastRole {
+			return fmt.Errorf("expected the last message to be from %s, got %s", e.LastRole, got)
+		}
+	}
+	if e.ToolResults != nil {
+		n := 0
+		for _, m := range since {
+			if m.Role == results.RoleTool {
+				n++
+			}
+		}
+		if n != *e.ToolResults {
+			return fmt.Errorf("expected %d tool results since the last reply, got %d", *e.ToolResults, n)
+		}
+	}
+	if e.Contains != "" {
+		texts := make([]string, 0, len(since))
+		for _, m := range since {
+			texts = append(texts, m.Text())
+		}
+		all := strings.Join(texts, "\n")
+		if !strings.Contains(all, e.Contains) {
+			return fmt.Errorf("expected the messages since the last reply to contain %q; they read %q", e.Contains, excerpt(all))
+		}
+	}
+	return nil
+}
+
+func excerpt(s string) string {
+	const max = 200
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max]) + "…"
+}

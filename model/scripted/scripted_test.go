@@ -1,0 +1,290 @@
+package scripted
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+func toolResult(id, name, text string) results.Message {
+	return results.Message{Role: results.RoleTool, ToolCallID: id, ToolName: name, Parts: []results.Part{results.TextPart(text)}}
+}
+
+// playDemo runs the demo the way the AgentTurn loop does and returns every
+// response, then the error for the call past the end.
+func playDemo(t *testing.T) ([]model.Response, error) {
+	return play(t, "demo")
+}
+
+// play runs a built-in script as a conversation would: tool results after
+// each call, and after each answer the person's next message.
+func play(t *testing.T, name string) ([]model.Response, error) {
+	t.Helper()
+	s, err := Open(name, "")
+	require.NoError(t, err)
+	p := New(s)
+	msgs := []results.Message{results.UserText("Summarise notes.txt into summary.md")}
+	var out []model.Response
+	for range 10 {
+		resp, err := p.Complete(context.Background(), model.Request{Model: name, Messages: msgs})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, resp)
+		msgs = append(msgs, resp.Message)
+		if len(resp.Message.ToolCalls) == 0 {
+			msgs = append(msgs, results.UserText("thanks"))
+			continue
+		}
+		for _, c := range resp.Message.ToolCalls {
+			msgs = append(msgs, toolResult(c.ID, c.Name, "ok: "+c.Name))
+		}
+	}
+	t.Fatalf("script %s never ran out", name)
+	return nil, nil
+}
+
+// The chat script is a conversation of several turns, for sessions: each
+// turn answers in text, some after a tool call.
+func TestChat(t *testing.T) {
+	got, err := play(t, "chat")
+	var me *model.Error
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, "script chat has 5 replies; the conversation asks for reply 6", me.Message)
+	var calls []string
+	for _, r := range got {
+		for _, c := range r.Message.ToolCalls {
+			calls = append(calls, c.Name+" "+c.Arguments)
+		}
+	}
+	require.Equal(t, []string{`read_file {"path":"notes.txt"}`, `write_file {"path":"todo.md","content":"# To do\n\n- Decide: keep the nightly full backup once point-in-time recovery is on? (from the 28 November notes)\n"}`}, calls)
+	require.Empty(t, got[len(got)-1].Message.ToolCalls, "the last turn ends in text")
+}
+
+func TestDemo(t *testing.T) {
+	got, err := playDemo(t)
+	var me *model.Error
+	require.ErrorAs(t, err, &me)
+	require.False(t, me.Retryable)
+	require.Equal(t, "script demo has 4 replies; the conversation asks for reply 5", me.Message)
+
+	require.Len(t, got, 4)
+	var names []string
+	for _, r := range got[:3] {
+		require.Equal(t, model.StopToolCalls, r.StopReason)
+		require.Len(t, r.Message.ToolCalls, 1)
+		names = append(names, r.Message.ToolCalls[0].Name)
+	}
+	require.Equal(t, []string{"read_file", "write_file", "ask_user"}, names)
+	require.Equal(t, `{"path":"notes.txt"}`, got[0].Message.ToolCalls[0].Arguments)
+	var ask struct {
+		Prompt  string   `json:"prompt"`
+		Options []string `json:"options"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(got[2].Message.ToolCalls[0].Arguments), &ask))
+	require.Equal(t, []string{"formal", "friendly", "brief"}, ask.Options)
+	require.Equal(t, model.StopEnd, got[3].StopReason)
+	require.Empty(t, got[3].Message.ToolCalls)
+	require.NotEmpty(t, got[3].Message.Text())
+}
+
+func TestDeterministic(t *testing.T) {
+	first, err1 := playDemo(t)
+	second, err2 := playDemo(t)
+	a, _ := json.Marshal(first)
+	b, _ := json.Marshal(second)
+	require.Equal(t, string(a), string(b))
+	require.Equal(t, err1.Error(), err2.Error())
+
+	// The same call twice on one provider (a retried activity) gets the
+	// same reply: nothing is consumed.
+	p := New(mustParse(t, `{"replies":[{"text":"one"},{"text":"two"}]}`))
+	req := model.Request{Messages: []results.Message{results.UserText("hi")}}
+	r1, err := p.Complete(context.Background(), req)
+	require.NoError(t, err)
+	r2, err := p.Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, r1, r2)
+	require.Equal(t, "one", r1.Message.Text())
+}
+
+func mustParse(t *testing.T, s string) *Script {
+	t.Helper()
+	sc, err := Parse("test", []byte(s))
+	require.NoError(t, err)
+	return sc
+}
+
+func TestToolCalls(t *testing.T) {
+	p := New(mustParse(t, `{"replies":[{"tool_calls":[
+		{"id":"a","name":"read_file","arguments":{ "path" : "x.txt",
+		  "limit": 3 }},
+		{"name":"write_file","arguments_raw":"{\"path\": \"y"},
+		{"name":"list_dir"}
+	]}]}`))
+	resp, err := p.Complete(context.Background(), model.Request{Messages: []results.Message{results.UserText("go")}})
+	require.NoError(t, err)
+	require.Equal(t, []results.ToolCall{
+		{ID: "a", Name: "read_file", Arguments: `{"path":"x.txt","limit":3}`},
+		{ID: "call_1_2", Name: "write_file", Arguments: `{"path": "y`},
+		{ID: "call_1_3", Name: "list_dir", Arguments: `{}`},
+	}, resp.Message.ToolCalls)
+	require.Empty(t, resp.Message.Parts)
+	require.Equal(t, model.StopToolCalls, resp.StopReason)
+	require.Equal(t, results.RoleAssistant, resp.Message.Role)
+}
+
+func TestExpect(t *testing.T) {
+	afterCall := []results.Message{
+		results.UserText("Please read a.txt"),
+		{Role: results.RoleAssistant, ToolCalls: []results.ToolCall{{ID: "c1", Name: "read_file", Arguments: `{}`}, {ID: "c2", Name: "read_file", Arguments: `{}`}}},
+		toolResult("c1", "read_file", "alpha beta"),
+		toolResult("c2", "read_file", "gamma"),
+	}
+	tests := []struct {
+		name    string
+		expect  string
+		msgs    []results.Message
+		wantErr string
+	}{
+		{name: "all checks pass", expect: `{"last_role":"tool","contains":"gamma","tool_results":2}`, msgs: afterCall},
+		{name: "first reply sees the prompt", expect: `{"last_role":"user","contains":"read a.txt","tool_results":0}`, msgs: afterCall[:1]},
+		{
+			name: "wrong last role", expect: `{"last_role":"user"}`, msgs: afterCall,
+			wantErr: "script test, reply 2: expected the last message to be from user, got tool",
+		},
+		{
+			name: "missing text", expect: `{"contains":"delta"}`, msgs: afterCall,
+			wantErr: `script test, reply 2: expected the messages since the last reply to contain "delta"; they read "alpha beta\ngamma"`,
+		},
+		{
+			name: "text from before the last reply does not count", expect: `{"contains":"read a.txt"}`, msgs: afterCall,
+			wantErr: `expected the messages since the last reply to contain "read a.txt"`,
+		},
+		{
+			name: "wrong number of tool results", expect: `{"tool_results":1}`, msgs: afterCall,
+			wantErr: "script test, reply 2: expected 1 tool results since the last reply, got 2",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Reply 1 and reply 2 carry the same expectation, so whichever
+			// the conversation asks for is checked.
+			p := New(mustParse(t, `{"replies":[{"text":"1","expect":`+tt.expect+`},{"text":"2","expect":`+tt.expect+`}]}`))
+			_, err := p.Complete(context.Background(), model.Request{Messages: tt.msgs})
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			var me *model.Error
+			require.ErrorAs(t, err, &me)
+			require.False(t, me.Retryable)
+			require.Contains(t, me.Message, tt.wantErr)
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, script, wantErr string
+	}{
+		{"not JSON", `{"replies": [`, "script bad:"},
+		{"no replies", `{"replies": []}`, "script bad has no replies"},
+		{"unknown field", `{"replies": [{"txt": "hi"}]}`, `unknown field "txt"`},
+		{"tool without name", `{"replies": [{"tool_calls": [{"arguments": {}}]}]}`, "reply 1, tool call 1: name is missing"},
+		{"both argument forms", `{"replies": [{"tool_calls": [{"name": "x", "arguments": {}, "arguments_raw": "{}"}]}]}`, "not both"},
+		{"arguments not an object", `{"replies": [{"tool_calls": [{"name": "x", "arguments": "path"}]}]}`, "must be a JSON object"},
+		{"duplicate ids", `{"replies": [{"tool_calls": [{"id": "a", "name": "x"}]}, {"tool_calls": [{"id": "a", "name": "y"}]}]}`, `reply 2, tool call 1: id "a" is already used by script bad, reply 1, tool call 1`},
+		{"negative tool_results", `{"replies": [{"expect": {"tool_results": -1}}]}`, "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("bad", []byte(tt.script))
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "scripts"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "scripts", "one.json"), []byte(`{"replies":[{"text":"from a file"}]}`), 0o644))
+
+	s, err := Open("scripts/one.json", dir)
+	require.NoError(t, err)
+	require.Equal(t, "scripts/one.json", s.Name)
+	require.Equal(t, "from a file", s.Replies[0].Text)
+
+	// An absolute path beneath the scripts directory is the same file.
+	s, err = Open(filepath.Join(dir, "scripts", "one.json"), dir)
+	require.NoError(t, err)
+	require.Equal(t, "from a file", s.Replies[0].Text)
+
+	_, err = Open("scripts/missing.json", dir)
+	require.ErrorContains(t, err, "read script")
+	require.NotErrorIs(t, err, ErrNotAllowed)
+
+	_, err = Open("nosuch", dir)
+	require.ErrorContains(t, err, `no built-in script "nosuch" (built-in: chat, demo, issues)`)
+
+	require.Equal(t, []string{"chat", "demo", "issues"}, Builtins())
+}
+
+func TestOpenConfinesScriptFiles(t *testing.T) {
+	base := t.TempDir()
+	scripts := filepath.Join(base, "scripts")
+	require.NoError(t, os.MkdirAll(filepath.Join(scripts, "sub"), 0o755))
+	script := []byte(`{"replies":[{"text":"hi"}]}`)
+	require.NoError(t, os.WriteFile(filepath.Join(scripts, "ok.json"), script, 0o644))
+	// A valid script outside the directory: refusing it must be the rule's
+	// doing, not a parse error.
+	outside := filepath.Join(base, "outside.json")
+	require.NoError(t, os.WriteFile(outside, script, 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(scripts, "link-out.json")))
+	require.NoError(t, os.Symlink("../../outside.json", filepath.Join(scripts, "sub", "rel-out.json")))
+	require.NoError(t, os.Symlink("ok.json", filepath.Join(scripts, "link-in.json")))
+
+	t.Run("no scripts directory: built-ins only", func(t *testing.T) {
+		_, err := Open("demo", "")
+		require.NoError(t, err)
+		for _, ref := range []string{outside, "ok.json", "./ok.json", "/etc/passwd"} {
+			_, err := Open(ref, "")
+			require.ErrorIs(t, err, ErrNotAllowed, ref)
+			require.ErrorContains(t, err, "only the built-in scripts (chat, demo, issues) may be used")
+		}
+	})
+
+	allowed := []string{"ok.json", "./ok.json", "sub/../ok.json", filepath.Join(scripts, "ok.json"), "link-in.json"}
+	for _, ref := range allowed {
+		t.Run("allowed "+ref, func(t *testing.T) {
+			s, err := Open(ref, scripts)
+			require.NoError(t, err)
+			require.Equal(t, "hi", s.Replies[0].Text)
+		})
+	}
+
+	refused := map[string]string{
+		"../outside.json":        "must lie beneath the scripts directory",
+		"sub/../../outside.json": "must lie beneath the scripts directory",
+		outside:                  "must lie beneath the scripts directory",
+		"/etc/passwd":            "must lie beneath the scripts directory",
+		scripts + "/../x.json":   "must lie beneath the scripts directory",
+		scripts + "-evil/x.json": "must lie beneath the scripts directory",
+		"link-out.json":          "symbolic link",
+		"sub/rel-out.json":       "symbolic link",
+	}
+	for ref, want := range refused {
+		t.Run("refused "+ref, func(t *testing.T) {
+			_, err := Open(ref, scripts)
+			require.ErrorIs(t, err, ErrNotAllowed)
+			require.ErrorContains(t, err, want)
+		})
+	}
+}
