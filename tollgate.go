@@ -12,7 +12,7 @@
 //
 // The wire contract (workflow, Update, Signal and Query names, payloads)
 // lives in package workflows; outcomes and cards in package results; the
-// tool SDK in package activities/tool.
+// tool SDK in package tool.
 package tollgate
 
 import (
@@ -49,7 +49,7 @@ const DefaultTaskQueue = workflows.DefaultTaskQueue
 // PluginName is the plugin's name as the SDK reports it.
 const PluginName = "tollgate"
 
-// Provider is a model provider: see activities/model.
+// Provider is a model provider: see package model.
 type Provider = model.Provider
 
 // Options configure Tollgate for a worker, its clients and its replayers.

@@ -6,5 +6,5 @@
 // The tool SDK lives in tool, the built-in tools in
 // activities/builtin, model providers under model, account
 // connections in connections and the conversation store in
-// activities/transcript.
+// storage/transcript.
 package activities
