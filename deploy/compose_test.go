@@ -178,7 +178,7 @@ func TestComposeVariables(t *testing.T) {
 	// The scripts run with the admin-tools image's temporal CLI there and
 	// with the one bins.sh builds in the cluster test: the same minor
 	// release, so what the test proves holds in compose.
-	bins, err := os.ReadFile(filepath.Join(root, "internal", "cluster", "bins.sh"))
+	bins, err := os.ReadFile(filepath.Join(root, "internal", "tests", "cluster", "bins.sh"))
 	require.NoError(t, err)
 	tested := regexp.MustCompile(`(?m)^cli_version=v(\d+\.\d+)\.\d+$`).FindStringSubmatch(string(bins))
 	require.NotNil(t, tested, "bins.sh names the CLI version it builds")
