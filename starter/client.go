@@ -76,7 +76,9 @@ func dialTemporal(ctx context.Context, g globals) (turns, error) {
 func (t *temporalTurns) Close() { t.c.Close() }
 
 func (t *temporalTurns) Start(ctx context.Context, id, taskQueue string, in workflows.Input) (string, error) {
-	run, err := tollgate.Client{Temporal: t.c, TaskQueue: taskQueue}.StartWithOptions(ctx, tollgate.StartOptions{ID: id}, in)
+	// Without ErrorWhenAlreadyStarted the SDK would hand back the running
+	// turn's run, and `run --id` would follow a turn it did not start.
+	run, err := tollgate.Client{Temporal: t.c, TaskQueue: taskQueue}.StartWithOptions(ctx, tollgate.StartOptions{ID: id, ErrorWhenAlreadyStarted: true}, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
