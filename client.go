@@ -57,9 +57,9 @@ type StartOptions struct {
 	// start ends a turn that may be waiting for a person (the server
 	// refuses terminate-if-running with it).
 	IDReusePolicy enumspb.WorkflowIdReusePolicy
-	// ErrorWhenAlreadyStarted makes an id that is taken (a turn runs under
-	// it, or IDReusePolicy keeps a closed one's) an error that
-	// errors.As finds as *serviceerror.WorkflowExecutionAlreadyStarted.
+	// ErrorWhenAlreadyStarted makes a taken id (a turn runs under it, or
+	// IDReusePolicy keeps it for the closed turn that had it) an error
+	// that errors.As finds as *serviceerror.WorkflowExecutionAlreadyStarted.
 	// Without it the SDK hands back the run that holds the id, as if this
 	// start had made it.
 	ErrorWhenAlreadyStarted bool

@@ -87,8 +87,7 @@ type Options struct {
 
 // Server is the gateway: an http.Handler.
 type Server struct {
-	opts Options
-	// turns starts, reads and answers turns for every route.
+	opts    Options
 	turns   tollgate.Client
 	log     *slog.Logger
 	mux     *http.ServeMux

@@ -363,7 +363,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := workflows.Response{CallID: req.CallID, Decision: req.Decision, Reason: req.Reason, Arguments: req.Arguments, Answer: req.Answer, By: p.Principal}
-	updateID := tollgate.ResponseID(resp)
+	// Without a key the Client names the Update by the response, so only
+	// the same response sent again attaches to the first.
+	var updateID string
 	k := r.Header.Get("Idempotency-Key")
 	if k != "" {
 		if len(k) > maxIdempotencyKey || strings.ContainsFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
@@ -410,11 +412,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, card)
 }
 
-// errNoCall and errNotYourTool are the refusals of answerableCard, which
-// each caller words for its own page or body.
+// errNoCall and errNotYourTool are the refusals of callCard and
+// answerableCard, which each caller words for its own page or body.
 var (
-	errNoCall      = errors.New("the turn has no such call")
-	errNotYourTool = errors.New("the key may not answer calls of this tool")
+	errNoCall      = errors.New("no such call")
+	errNotYourTool = errors.New("the key may not answer calls of")
 )
 
 // callCard reads run runID of the turn (empty: its current run) and
@@ -427,7 +429,7 @@ func (s *Server) callCard(ctx context.Context, turnID, runID, callID string) (re
 	}
 	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == callID })
 	if i < 0 {
-		return results.Card{}, fmt.Errorf("%w: call %q of turn %s", errNoCall, callID, turnID)
+		return results.Card{}, fmt.Errorf("%w %q in turn %s", errNoCall, callID, turnID)
 	}
 	return st.Cards[i], nil
 }
@@ -438,7 +440,7 @@ func (s *Server) callCard(ctx context.Context, turnID, runID, callID string) (re
 func (s *Server) answerableCard(ctx context.Context, p apikey.Entry, turnID, runID, callID string) (results.Card, error) {
 	card, err := s.callCard(ctx, turnID, runID, callID)
 	if err == nil && !p.MayAnswer(card.Tool) {
-		err = fmt.Errorf("%w: %s", errNotYourTool, card.Tool)
+		err = fmt.Errorf("%w %s", errNotYourTool, card.Tool)
 	}
 	return card, err
 }
