@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -45,42 +46,120 @@ type RejectedError struct {
 
 func (e *RejectedError) Error() string { return "rejected: " + e.Reason }
 
+// StartOptions say how StartWithOptions starts a turn. The zero value is
+// what Start does: Temporal's defaults for an id that is taken.
+type StartOptions struct {
+	// ID is the turn's workflow id; empty lets Temporal choose.
+	ID string
+	// IDReusePolicy says whether a closed turn's id may start another
+	// turn; unspecified is Temporal's default, allow duplicate. A running
+	// turn's id never does: the conflict policy is always fail, so no
+	// start ends a turn that may be waiting for a person (the server
+	// refuses terminate-if-running with it).
+	IDReusePolicy enumspb.WorkflowIdReusePolicy
+	// ErrorWhenAlreadyStarted makes a taken id (a turn runs under it, or
+	// IDReusePolicy keeps it for the closed turn that had it) an error
+	// that errors.As finds as *serviceerror.WorkflowExecutionAlreadyStarted.
+	// Without it the SDK hands back the run that holds the id, as if this
+	// start had made it.
+	ErrorWhenAlreadyStarted bool
+}
+
 // Start starts a turn with the given workflow id (empty lets Temporal
 // choose) and returns its run.
 func (c Client) Start(ctx context.Context, id string, in workflows.Input) (client.WorkflowRun, error) {
-	tq := c.TaskQueue
-	if tq == "" {
-		tq = DefaultTaskQueue
-	}
+	return c.StartWithOptions(ctx, StartOptions{ID: id}, in)
+}
+
+// StartWithOptions starts a turn as o says and returns its run.
+func (c Client) StartWithOptions(ctx context.Context, o StartOptions, in workflows.Input) (client.WorkflowRun, error) {
 	summary, details := workflows.StartSummary(in)
-	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq, StaticSummary: summary, StaticDetails: details, EnableEagerStart: c.EagerStart}, workflows.WorkflowName, in)
+	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                                       o.ID,
+		TaskQueue:                                c.taskQueue(),
+		StaticSummary:                            summary,
+		StaticDetails:                            details,
+		EnableEagerStart:                         c.EagerStart,
+		WorkflowIDReusePolicy:                    o.IDReusePolicy,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: o.ErrorWhenAlreadyStarted,
+	}, workflows.WorkflowName, in)
 	if err != nil {
-		return nil, fmt.Errorf("start turn %s: %w", id, err)
+		return nil, fmt.Errorf("start turn %s: %w", o.ID, err)
 	}
 	return run, nil
 }
 
+func (c Client) taskQueue() string {
+	if c.TaskQueue == "" {
+		return DefaultTaskQueue
+	}
+	return c.TaskQueue
+}
+
+// StateOptions name the run StateWithOptions reads.
+type StateOptions struct {
+	TurnID string
+	// RunID pins one run of the turn; empty is its latest run. A caller
+	// that checked a run (whose user it is, what a link was made for)
+	// pins it, so a turn that takes the id meanwhile is not the one read.
+	RunID string
+}
+
 // State runs the state Query on the turn's latest run.
 func (c Client) State(ctx context.Context, turnID string) (workflows.State, error) {
-	v, err := c.Temporal.QueryWorkflow(ctx, turnID, "", workflows.StateQuery)
+	return c.StateWithOptions(ctx, StateOptions{TurnID: turnID})
+}
+
+// StateWithOptions runs the state Query on the run o names.
+func (c Client) StateWithOptions(ctx context.Context, o StateOptions) (workflows.State, error) {
+	v, err := c.Temporal.QueryWorkflow(ctx, o.TurnID, o.RunID, workflows.StateQuery)
 	if err != nil {
-		return workflows.State{}, fmt.Errorf("query the state of turn %s: %w", turnID, err)
+		return workflows.State{}, fmt.Errorf("query the state of turn %s: %w", o.TurnID, err)
 	}
 	var s workflows.State
 	if err := v.Get(&s); err != nil {
-		return workflows.State{}, fmt.Errorf("decode the state of turn %s: %w", turnID, err)
+		return workflows.State{}, fmt.Errorf("decode the state of turn %s: %w", o.TurnID, err)
 	}
 	return s, nil
 }
 
-// Respond sends the respond Update and returns the call's new card. The
-// Update id is derived from the response, so sending the same response
-// again (after a timeout while no worker ran, say) attaches to the first
-// instead of applying twice. A refusal is a *RejectedError.
+// RespondOptions name the run RespondWithOptions answers and the Update
+// it sends.
+type RespondOptions struct {
+	TurnID string
+	// RunID pins one run of the turn; empty is its latest run. A pinned
+	// run that has ended is refused as a turn that has ended, and the
+	// response is not applied to a run that took the id after it.
+	RunID string
+	// UpdateID is the respond Update's id: the server applies one Update
+	// per id, and a second send under it gets the first one's outcome.
+	// Empty is ResponseID(r), so only the same response deduplicates; a
+	// caller with its own idempotency key (an HTTP Idempotency-Key, a
+	// signed link) passes an id made from that.
+	UpdateID string
+}
+
+// Respond sends the respond Update to the turn's latest run and returns
+// the call's new card. The Update id is derived from the response, so
+// sending the same response again (after a timeout while no worker ran,
+// say) attaches to the first instead of applying twice. A refusal is a
+// *RejectedError.
 func (c Client) Respond(ctx context.Context, turnID string, r workflows.Response) (results.Card, error) {
+	return c.RespondWithOptions(ctx, RespondOptions{TurnID: turnID}, r)
+}
+
+// RespondWithOptions is Respond to the run and under the Update id o
+// names.
+func (c Client) RespondWithOptions(ctx context.Context, o RespondOptions, r workflows.Response) (results.Card, error) {
+	updateID := o.UpdateID
+	if updateID == "" {
+		updateID = ResponseID(r)
+	}
 	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		UpdateID:     ResponseID(r),
-		WorkflowID:   turnID,
+		UpdateID:     updateID,
+		WorkflowID:   o.TurnID,
+		RunID:        o.RunID,
 		UpdateName:   workflows.RespondName,
 		Args:         []any{r},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -90,20 +169,33 @@ func (c Client) Respond(ctx context.Context, turnID string, r workflows.Response
 		err = h.Get(ctx, &card)
 	}
 	if err != nil {
-		if rej, ok := AsRejection(err, turnID); ok {
+		if rej, ok := AsRejection(err, o.TurnID); ok {
 			return results.Card{}, rej
 		}
-		return results.Card{}, fmt.Errorf("respond to turn %s: %w", turnID, err)
+		return results.Card{}, fmt.Errorf("respond to turn %s: %w", o.TurnID, err)
 	}
 	return card, nil
 }
 
-// Signal sends the respond Signal, for callers that must not wait for a
-// worker. Nothing validates it on the way in; a bad one is counted in the
-// state's invalid_signals.
+// SignalOptions name the run SignalWithOptions signals.
+type SignalOptions struct {
+	TurnID string
+	// RunID pins one run of the turn; empty is its latest run. A pinned
+	// run that has ended is a *serviceerror.NotFound.
+	RunID string
+}
+
+// Signal sends the respond Signal to the turn's latest run, for callers
+// that must not wait for a worker. Nothing validates it on the way in; a
+// bad one is counted in the state's invalid_signals.
 func (c Client) Signal(ctx context.Context, turnID string, r workflows.Response) error {
-	if err := c.Temporal.SignalWorkflow(ctx, turnID, "", workflows.RespondName, r); err != nil {
-		return fmt.Errorf("signal turn %s: %w", turnID, err)
+	return c.SignalWithOptions(ctx, SignalOptions{TurnID: turnID}, r)
+}
+
+// SignalWithOptions is Signal to the run o names.
+func (c Client) SignalWithOptions(ctx context.Context, o SignalOptions, r workflows.Response) error {
+	if err := c.Temporal.SignalWorkflow(ctx, o.TurnID, o.RunID, workflows.RespondName, r); err != nil {
+		return fmt.Errorf("signal turn %s: %w", o.TurnID, err)
 	}
 	return nil
 }

@@ -19,16 +19,12 @@ import (
 // it with Send; each becomes a child turn <id>/turn-<n>, answered with
 // Respond like any turn.
 func (c Client) StartSession(ctx context.Context, id string, in workflows.SessionInput) (client.WorkflowRun, error) {
-	tq := c.TaskQueue
-	if tq == "" {
-		tq = DefaultTaskQueue
-	}
 	summary := "agent session"
 	if in.Turn.User != "" {
 		summary += " with " + in.Turn.User
 	}
 	_, details := workflows.StartSummary(in.Turn)
-	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq, StaticSummary: summary, StaticDetails: details, EnableEagerStart: c.EagerStart},
+	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.taskQueue(), StaticSummary: summary, StaticDetails: details, EnableEagerStart: c.EagerStart},
 		workflows.SessionWorkflowName, in)
 	if err != nil {
 		return nil, fmt.Errorf("start session %s: %w", id, err)
@@ -116,16 +112,6 @@ func (c Client) Conversation(ctx context.Context, sessionID string) (workflows.C
 	}
 	rec.Waiting = waitingCards(s.Cards)
 	return conv, nil
-}
-
-// SessionResult waits for the session to end and returns what it
-// returned.
-func (c Client) SessionResult(ctx context.Context, sessionID string) (workflows.SessionResult, error) {
-	var res workflows.SessionResult
-	if err := c.Temporal.GetWorkflow(ctx, sessionID, "").Get(ctx, &res); err != nil {
-		return res, fmt.Errorf("wait for session %s: %w", sessionID, err)
-	}
-	return res, nil
 }
 
 func waitingCards(cards []results.Card) []results.Card {

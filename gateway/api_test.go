@@ -115,6 +115,11 @@ func TestRespondRefusals(t *testing.T) {
 	r = respond(notifier, `{"call_id":"d1","decision":"approve"}`, nil)
 	require.Equal(t, http.StatusForbidden, r.code, r.body)
 	require.Equal(t, "the key of notifier may answer only calls of notify; call d1 is a deploy call", r.error(t))
+	// A key limited to some tools learns from the turn that there is no
+	// such call before the turn is asked to take the response.
+	r = respond(notifier, `{"call_id":"nope","decision":"approve"}`, nil)
+	require.Equal(t, http.StatusNotFound, r.code, r.body)
+	require.Equal(t, fmt.Sprintf("there is no call %q in turn %s", "nope", id), r.error(t))
 
 	// Nothing above changed the turn.
 	s, err := e.state(id)

@@ -437,7 +437,7 @@ func (s *Server) resumeConnected(w http.ResponseWriter, r *http.Request, claims 
 		nonce := newNonce()
 		render(w, code, "connected", nonce, connectedPage{pageBase: pageBase{Title: heading, Nonce: nonce}, Heading: heading, Sentence: sentence, Problem: code != http.StatusOK})
 	}
-	card, err := s.apply(ctx, claims.Turn, claims.UpdateID(), resp)
+	card, err := s.apply(ctx, tollgate.RespondOptions{TurnID: claims.Turn, UpdateID: claims.UpdateID()}, resp)
 	if err != nil {
 		var rej *tollgate.RejectedError
 		var nf *serviceerror.NotFound

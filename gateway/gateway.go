@@ -88,6 +88,7 @@ type Options struct {
 // Server is the gateway: an http.Handler.
 type Server struct {
 	opts    Options
+	turns   tollgate.Client
 	log     *slog.Logger
 	mux     *http.ServeMux
 	secret  []byte
@@ -158,7 +159,11 @@ func New(opts Options) (*Server, error) {
 		opts.Sessions = NewMemorySessions()
 	}
 	s := &Server{
-		opts:     opts,
+		opts: opts,
+		// Where a worker shares the gateway's client (worker --dev), the
+		// server hands it a started turn's first workflow task in the
+		// start's answer; elsewhere a start is an ordinary one.
+		turns:    tollgate.Client{Temporal: opts.Temporal, TaskQueue: opts.TaskQueue, EagerStart: true},
 		log:      opts.Logger,
 		secret:   secret,
 		devUser:  apikey.Entry{Principal: DevPrincipal, Scopes: apikey.Scopes},

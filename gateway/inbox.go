@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"go.temporal.io/api/serviceerror"
@@ -294,21 +293,19 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 		s.renderInbox(w, r, code, v, item)
 		return
 	}
-	st, err := s.state(ctx, turnID, run)
-	if err != nil {
-		item.Error = "No worker answered for this turn; try again in a moment."
-		s.renderInbox(w, r, http.StatusServiceUnavailable, v, item)
-		return
-	}
-	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == callID })
-	if i < 0 {
+	card, err := s.answerableCard(ctx, *v.who, turnID, run, callID)
+	switch {
+	case errors.Is(err, errNoCall):
 		item.Error = "The turn has no such call."
 		s.renderInbox(w, r, http.StatusNotFound, v, item)
 		return
-	}
-	card := st.Cards[i]
-	if ok, why := mayAnswer(*v.who, card.Tool); !ok {
+	case errors.Is(err, errNotYourTool):
+		_, why := mayAnswer(*v.who, card.Tool)
 		renderErrorPage(w, http.StatusForbidden, "Not your call", why, "/inbox")
+		return
+	case err != nil:
+		item.Error = "No worker answered for this turn; try again in a moment."
+		s.renderInbox(w, r, http.StatusServiceUnavailable, v, item)
 		return
 	}
 	if r.PostFormValue("action") == "answer" && card.Interrupt != nil && len(card.Interrupt.Schema) > 0 {
@@ -319,19 +316,13 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Answer = json.RawMessage(item.Answer)
 	}
-	if _, err := s.applyRun(ctx, turnID, run, tollgate.ResponseID(resp), resp); err != nil {
+	if _, err := s.apply(ctx, tollgate.RespondOptions{TurnID: turnID, RunID: run}, resp); err != nil {
 		var rej *tollgate.RejectedError
 		code := http.StatusInternalServerError
 		switch {
 		case errors.As(err, &rej):
 			item.Error = rej.Reason
-			code = http.StatusUnprocessableEntity
-			switch rej.Type {
-			case workflows.ErrTypeUnknownCall:
-				code = http.StatusNotFound
-			case workflows.ErrTypeNotWaiting:
-				code = http.StatusConflict
-			}
+			code = rejectionStatus(rej)
 		case errors.Is(err, errNoWorker):
 			w.Header().Set("Retry-After", retryAfter)
 			item.Error = fmt.Sprintf("No worker took the response within %s; it may still be applied when one starts. Sending it again is safe.", s.opts.RespondTimeout)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -88,7 +87,7 @@ func (s *Server) linkApply(w http.ResponseWriter, r *http.Request) {
 	}
 	// To the run checkLink found: if it ended meanwhile and another took
 	// the turn id, the Update finds no run instead of the new one.
-	card, err := s.applyRun(ctx, claims.Turn, run, claims.UpdateID(), resp)
+	card, err := s.apply(ctx, tollgate.RespondOptions{TurnID: claims.Turn, RunID: run, UpdateID: claims.UpdateID()}, resp)
 	if err != nil {
 		var rej *tollgate.RejectedError
 		var nf *serviceerror.NotFound
@@ -97,14 +96,7 @@ func (s *Server) linkApply(w http.ResponseWriter, r *http.Request) {
 			renderErrorPage(w, http.StatusConflict, "No longer waiting",
 				fmt.Sprintf("Turn %s ended before this link was applied, so it does nothing.", claims.Turn), "")
 		case errors.As(err, &rej):
-			code := http.StatusConflict
-			switch rej.Type {
-			case workflows.ErrTypeUnknownCall:
-				code = http.StatusNotFound
-			case workflows.ErrTypeInvalidResponse:
-				code = http.StatusUnprocessableEntity
-			}
-			renderErrorPage(w, code, "The turn refused this link", rej.Reason+".", "")
+			renderErrorPage(w, rejectionStatus(rej), "The turn refused this link", rej.Reason+".", "")
 		case errors.Is(err, errNoWorker):
 			w.Header().Set("Retry-After", retryAfter)
 			renderErrorPage(w, http.StatusServiceUnavailable, "No worker is running",
@@ -231,17 +223,16 @@ func (s *Server) pageCard(w http.ResponseWriter, r *http.Request, turn, call str
 func (s *Server) pageCardRun(w http.ResponseWriter, r *http.Request, turn, runID, call string) (results.Card, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
 	defer cancel()
-	st, err := s.state(ctx, turn, runID)
-	if err != nil {
-		s.pageTurnFailure(w, r, turn, s.noWorker(ctx, err, turn))
-		return results.Card{}, false
-	}
-	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == call })
-	if i < 0 {
+	card, err := s.callCard(ctx, turn, runID, call)
+	switch {
+	case errors.Is(err, errNoCall):
 		renderErrorPage(w, http.StatusNotFound, "No such call", fmt.Sprintf("Turn %s has no call %s.", turn, call), "")
 		return results.Card{}, false
+	case err != nil:
+		s.pageTurnFailure(w, r, turn, err)
+		return results.Card{}, false
 	}
-	return st.Cards[i], true
+	return card, true
 }
 
 // pageTurnFailure writes the page for a turn that could not be read.

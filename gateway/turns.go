@@ -119,7 +119,7 @@ func (s *Server) fillWaiting(ctx context.Context, t *Turn) {
 	} else {
 		wg.Go(func() { t.Summary = s.summary(ctx, t.ID, t.RunID) })
 	}
-	st, err := s.state(ctx, t.ID, t.RunID)
+	st, err := s.turns.StateWithOptions(ctx, tollgate.StateOptions{TurnID: t.ID, RunID: t.RunID})
 	wg.Wait()
 	if err != nil {
 		s.log.Debug("State query for the turn list failed", "turn", t.ID, "error", err)
@@ -175,18 +175,6 @@ func (c *summaryCache) put(runID, summary string) {
 	c.m[runID] = summary
 }
 
-func (s *Server) state(ctx context.Context, id, runID string) (workflows.State, error) {
-	v, err := s.opts.Temporal.QueryWorkflow(ctx, id, runID, workflows.StateQuery)
-	if err != nil {
-		return workflows.State{}, err
-	}
-	var st workflows.State
-	if err := v.Get(&st); err != nil {
-		return workflows.State{}, fmt.Errorf("decode the state of %s: %w", id, err)
-	}
-	return st, nil
-}
-
 func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
@@ -196,7 +184,7 @@ func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) {
 		s.temporalFailure(w, r, "read the turn", err)
 		return
 	}
-	st, err := s.state(ctx, id, run)
+	st, err := s.turns.StateWithOptions(ctx, tollgate.StateOptions{TurnID: id, RunID: run})
 	if err != nil {
 		s.temporalFailure(w, r, "read the turn", s.noWorker(ctx, err, id))
 		return
@@ -264,30 +252,24 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusBadRequest, "the turn cannot run: "+err.Error())
 		return
 	}
-	summary, details := workflows.StartSummary(req.Input)
-	opts := client.StartWorkflowOptions{
-		ID: req.ID, TaskQueue: s.opts.TaskQueue, StaticSummary: summary, StaticDetails: details,
+	opts := tollgate.StartOptions{
+		ID: req.ID,
 		// An id names one turn, ever: a closed turn's id taken again would
 		// inherit what was made for the old turn (links, a session's next
 		// child, answers recorded for it). Only a rerun may take a closed
 		// one; nothing takes a running one.
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		IDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		// A second POST with the same id must not attach to the first
 		// turn as if it had started it.
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		// Where a worker shares the gateway's client (worker --dev), the
-		// server hands it the first workflow task in the start's answer;
-		// elsewhere this is an ordinary start.
-		EnableEagerStart: true,
+		ErrorWhenAlreadyStarted: true,
 	}
 	if req.Rerun {
-		opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+		opts.IDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 	}
 	var run client.WorkflowRun
 	var err error
 	for attempt := 0; ; attempt++ {
-		run, err = s.opts.Temporal.ExecuteWorkflow(r.Context(), opts, workflows.WorkflowName, req.Input)
+		run, err = s.turns.StartWithOptions(r.Context(), opts, req.Input)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if err == nil || !errors.As(err, &started) {
 			break
@@ -381,7 +363,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := workflows.Response{CallID: req.CallID, Decision: req.Decision, Reason: req.Reason, Arguments: req.Arguments, Answer: req.Answer, By: p.Principal}
-	updateID := tollgate.ResponseID(resp)
+	// Without a key the Client names the Update by the response, so only
+	// the same response sent again attaches to the first.
+	var updateID string
 	k := r.Header.Get("Idempotency-Key")
 	if k != "" {
 		if len(k) > maxIdempotencyKey || strings.ContainsFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
@@ -400,12 +384,23 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		s.temporalFailure(w, r, "read the turn", err)
 		return
 	}
+	// Only a key limited to some tools needs to know which tool the call
+	// is of; any other skips the state query.
 	if len(p.Tools) > 0 {
-		if !s.checkToolLimit(ctx, w, r, p, id, run, req.CallID) {
+		card, err := s.answerableCard(ctx, p, id, run, req.CallID)
+		switch {
+		case errors.Is(err, errNoCall):
+			fail(w, r, http.StatusNotFound, fmt.Sprintf("there is no call %q in turn %s", req.CallID, id))
+			return
+		case errors.Is(err, errNotYourTool):
+			fail(w, r, http.StatusForbidden, fmt.Sprintf("the key of %s may answer only calls of %s; call %s is a %s call", p.Principal, strings.Join(p.Tools, ", "), req.CallID, card.Tool))
+			return
+		case err != nil:
+			s.temporalFailure(w, r, "read the turn", err)
 			return
 		}
 	}
-	card, err := s.applyRun(ctx, id, run, updateID, resp)
+	card, err := s.apply(ctx, tollgate.RespondOptions{TurnID: id, RunID: run, UpdateID: updateID}, resp)
 	if err != nil {
 		s.respondFailure(w, r, err)
 		return
@@ -417,54 +412,62 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, card)
 }
 
-// checkToolLimit asks the turn which tool the call is of, for a key that
-// may answer only some tools. It writes the refusal itself.
-func (s *Server) checkToolLimit(ctx context.Context, w http.ResponseWriter, r *http.Request, p apikey.Entry, turnID, runID, callID string) bool {
-	st, err := s.state(ctx, turnID, runID)
+// errNoCall and errNotYourTool are the refusals of callCard and
+// answerableCard, which each caller words for its own page or body.
+var (
+	errNoCall      = errors.New("no such call")
+	errNotYourTool = errors.New("the key may not answer calls of")
+)
+
+// callCard reads run runID of the turn (empty: its current run) and
+// returns the card of callID, or errNoCall. A state query no worker
+// answered in time is errNoWorker.
+func (s *Server) callCard(ctx context.Context, turnID, runID, callID string) (results.Card, error) {
+	st, err := s.turns.StateWithOptions(ctx, tollgate.StateOptions{TurnID: turnID, RunID: runID})
 	if err != nil {
-		s.temporalFailure(w, r, "read the turn", s.noWorker(ctx, err, turnID))
-		return false
+		return results.Card{}, s.noWorker(ctx, err, turnID)
 	}
 	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == callID })
 	if i < 0 {
-		fail(w, r, http.StatusNotFound, fmt.Sprintf("there is no call %q in turn %s", callID, turnID))
-		return false
+		return results.Card{}, fmt.Errorf("%w %q in turn %s", errNoCall, callID, turnID)
 	}
-	if tool := st.Cards[i].Tool; !p.MayAnswer(tool) {
-		fail(w, r, http.StatusForbidden, fmt.Sprintf("the key of %s may answer only calls of %s; call %s is a %s call", p.Principal, strings.Join(p.Tools, ", "), callID, tool))
-		return false
-	}
-	return true
+	return st.Cards[i], nil
 }
 
-// apply sends the respond Update under updateID to the turn's current run
-// and waits for the card.
-func (s *Server) apply(ctx context.Context, turnID, updateID string, resp workflows.Response) (results.Card, error) {
-	return s.applyRun(ctx, turnID, "", updateID, resp)
+// answerableCard is callCard for a response from key p: a call of a tool
+// the key may not answer is errNotYourTool, with the card, so the refusal
+// can name the tool.
+func (s *Server) answerableCard(ctx context.Context, p apikey.Entry, turnID, runID, callID string) (results.Card, error) {
+	card, err := s.callCard(ctx, turnID, runID, callID)
+	if err == nil && !p.MayAnswer(card.Tool) {
+		err = fmt.Errorf("%w %s", errNotYourTool, card.Tool)
+	}
+	return card, err
 }
 
-// applyRun is apply to the turn's run runID (empty: its current run): a
-// run that ended meanwhile is not answered in its successor's place.
-func (s *Server) applyRun(ctx context.Context, turnID, runID, updateID string, resp workflows.Response) (results.Card, error) {
-	h, err := s.opts.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		UpdateID:     updateID,
-		WorkflowID:   turnID,
-		RunID:        runID,
-		UpdateName:   workflows.RespondName,
-		Args:         []any{resp},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	var card results.Card
-	if err == nil {
-		err = h.Get(ctx, &card)
+// apply sends the respond Update o names and waits for the card. A
+// refusal is a *tollgate.RejectedError; an Update no worker took in time
+// is errNoWorker.
+func (s *Server) apply(ctx context.Context, o tollgate.RespondOptions, resp workflows.Response) (results.Card, error) {
+	card, err := s.turns.RespondWithOptions(ctx, o, resp)
+	var rej *tollgate.RejectedError
+	if err != nil && !errors.As(err, &rej) {
+		err = s.noWorker(ctx, err, o.TurnID)
 	}
-	if err != nil {
-		if rej, ok := tollgate.AsRejection(err, turnID); ok {
-			return results.Card{}, rej
-		}
-		return results.Card{}, s.noWorker(ctx, err, turnID)
+	return card, err
+}
+
+// rejectionStatus is the HTTP status of a response the turn refused: an
+// unknown call is not there, a call (or turn) that no longer waits
+// conflicts with its state, and anything else did not fit the call.
+func rejectionStatus(rej *tollgate.RejectedError) int {
+	switch rej.Type {
+	case workflows.ErrTypeUnknownCall:
+		return http.StatusNotFound
+	case workflows.ErrTypeNotWaiting:
+		return http.StatusConflict
 	}
-	return card, nil
+	return http.StatusUnprocessableEntity
 }
 
 // reach resolves turn id for a key limited to some users: the run it
@@ -538,14 +541,7 @@ func (s *Server) noWorker(ctx context.Context, err error, turnID string) error {
 func (s *Server) respondFailure(w http.ResponseWriter, r *http.Request, err error) {
 	var rej *tollgate.RejectedError
 	if errors.As(err, &rej) {
-		code := http.StatusUnprocessableEntity
-		switch rej.Type {
-		case workflows.ErrTypeUnknownCall:
-			code = http.StatusNotFound
-		case workflows.ErrTypeNotWaiting:
-			code = http.StatusConflict
-		}
-		fail(w, r, code, rej.Reason)
+		fail(w, r, rejectionStatus(rej), rej.Reason)
 		return
 	}
 	if errors.Is(err, errNoWorker) {

@@ -76,8 +76,9 @@ func dialTemporal(ctx context.Context, g globals) (turns, error) {
 func (t *temporalTurns) Close() { t.c.Close() }
 
 func (t *temporalTurns) Start(ctx context.Context, id, taskQueue string, in workflows.Input) (string, error) {
-	summary, details := workflows.StartSummary(in)
-	run, err := t.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue, StaticSummary: summary, StaticDetails: details}, workflows.WorkflowName, in)
+	// Without ErrorWhenAlreadyStarted the SDK would hand back the running
+	// turn's run, and `run --id` would follow a turn it did not start.
+	run, err := tollgate.Client{Temporal: t.c, TaskQueue: taskQueue}.StartWithOptions(ctx, tollgate.StartOptions{ID: id, ErrorWhenAlreadyStarted: true}, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -91,7 +92,7 @@ func (t *temporalTurns) Start(ctx context.Context, id, taskQueue string, in work
 func (t *temporalTurns) State(ctx context.Context, id, runID string) (workflows.State, error) {
 	qctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
-	v, err := t.c.QueryWorkflow(qctx, id, runID, workflows.StateQuery)
+	s, err := tollgate.Client{Temporal: t.c}.StateWithOptions(qctx, tollgate.StateOptions{TurnID: id, RunID: runID})
 	if err != nil {
 		var deadline *serviceerror.DeadlineExceeded
 		if ctx.Err() == nil && (qctx.Err() != nil || errors.As(err, &deadline)) {
@@ -99,39 +100,25 @@ func (t *temporalTurns) State(ctx context.Context, id, runID string) (workflows.
 		}
 		return workflows.State{}, t.explain(err, id, "query the state")
 	}
-	var s workflows.State
-	if err := v.Get(&s); err != nil {
-		return workflows.State{}, fmt.Errorf("decode the state of %s: %w", id, err)
-	}
 	return s, nil
 }
 
 func (t *temporalTurns) Respond(ctx context.Context, id, runID string, r workflows.Response) (results.Card, error) {
 	uctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
-	h, err := t.c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
-		UpdateID:     tollgate.ResponseID(r),
-		WorkflowID:   id,
-		RunID:        runID,
-		UpdateName:   workflows.RespondName,
-		Args:         []any{r},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	var card results.Card
-	if err == nil {
-		err = h.Get(uctx, &card)
-	}
+	card, err := tollgate.Client{Temporal: t.c}.RespondWithOptions(uctx, tollgate.RespondOptions{TurnID: id, RunID: runID}, r)
 	if err != nil {
 		return results.Card{}, t.explainUpdate(ctx, uctx, err, id)
 	}
 	return card, nil
 }
 
-// explainUpdate sorts an Update's failure: the validator's (or handler's)
-// sentence is a rejection; an ended turn is one too, in the validator's
-// words; a worker that never answered is said plainly.
+// explainUpdate sorts an Update's failure: a refusal (the validator's
+// sentence, or a turn that has ended) is a rejectedError; a worker that
+// never answered is said plainly.
 func (t *temporalTurns) explainUpdate(ctx, uctx context.Context, err error, id string) error {
-	if rej, ok := tollgate.AsRejection(err, id); ok {
+	var rej *tollgate.RejectedError
+	if errors.As(err, &rej) {
 		return &rejectedError{msg: rej.Reason}
 	}
 	var timeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
@@ -142,7 +129,7 @@ func (t *temporalTurns) explainUpdate(ctx, uctx context.Context, err error, id s
 }
 
 func (t *temporalTurns) Signal(ctx context.Context, id, runID string, r workflows.Response) error {
-	if err := t.c.SignalWorkflow(ctx, id, runID, workflows.RespondName, r); err != nil {
+	if err := (tollgate.Client{Temporal: t.c}).SignalWithOptions(ctx, tollgate.SignalOptions{TurnID: id, RunID: runID}, r); err != nil {
 		return t.explain(err, id, "send the respond signal")
 	}
 	return nil

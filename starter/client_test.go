@@ -12,24 +12,23 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tollgate-dev/tollgate"
+	"github.com/tollgate-dev/tollgate/workflows"
 )
 
 func TestExplainUpdateSortsRejections(t *testing.T) {
 	tt := &temporalTurns{address: "10.0.0.9:7233", namespace: "ns"}
 	ctx := context.Background()
 
-	// The validator's error reaches the client as an ApplicationError;
-	// the sentence is its message, without the SDK's type decorations.
-	err := tt.explainUpdate(ctx, ctx, temporal.NewApplicationError("call c1 is running, not waiting for a response", "*errors.errorString"), "T")
+	// tollgate.Client sorts the refusals (TestAsRejectionSortsRefusals);
+	// the starter keeps their sentence.
+	err := tt.explainUpdate(ctx, ctx, &tollgate.RejectedError{Reason: "call c1 is running, not waiting for a response", Type: workflows.ErrTypeNotWaiting}, "T")
 	var rejected *rejectedError
 	require.ErrorAs(t, err, &rejected)
 	assert.Equal(t, "call c1 is running, not waiting for a response", rejected.msg)
 
-	err = tt.explainUpdate(ctx, ctx, serviceerror.NewNotFound("workflow execution already completed"), "T")
-	require.ErrorAs(t, err, &rejected)
-	assert.Equal(t, "the turn T has ended; it takes no more responses", rejected.msg)
-
-	err = tt.explainUpdate(ctx, ctx, serviceerror.NewNotFound("workflow not found for ID: T"), "T")
+	err = tt.explainUpdate(ctx, ctx, fmt.Errorf("respond to turn T: %w", serviceerror.NewNotFound("workflow not found for ID: T")), "T")
 	assert.False(t, errors.As(err, &rejected))
 	assert.ErrorContains(t, err, "no turn T in namespace ns at 10.0.0.9:7233")
 
