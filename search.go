@@ -34,7 +34,7 @@ func MissingSearchAttributes(ctx context.Context, c client.Client, namespace str
 // RegisterSearchAttributes adds the Tollgate search attributes the
 // namespace lacks. It needs the operator permissions a development
 // server gives everyone; production servers register them once, with the
-// `temporal operator search-attribute create` commands the README gives.
+// `temporal operator search-attribute create` commands docs/turns.md gives.
 func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
 	missing, err := MissingSearchAttributes(ctx, c, namespace)
 	if err != nil || len(missing) == 0 {

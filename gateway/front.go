@@ -13,9 +13,9 @@ import (
 
 // The gateway's front door: checks every request passes before it is
 // routed (Host) or authenticated (Origin), and the checks of what a
-// request names (content type, turn ids). They close issue 25's CSRF
-// and DNS-rebinding breaks of the dev gateway, where a request without a
-// key is let in for coming from this machine.
+// request names (content type, turn ids). They close the CSRF and
+// DNS-rebinding holes a dev gateway would otherwise have, where a request
+// without a key is let in for coming from this machine.
 
 // hostAllowed reports whether the gateway answers to r's Host. In dev
 // mode, or with Options.Hosts, only to the loopback names and the listen

@@ -67,7 +67,7 @@ func with(h map[string]string, k, v string) map[string]string {
 
 var jsonType = map[string]string{"Content-Type": "application/json"}
 
-// Issue 25, item 1: a web page open in the developer's browser must not
+// A web page open in the developer's browser must not
 // drive the dev gateway. Without a key, only the gateway's own origin
 // (or a client that is no browser) is let in, and JSON routes take only
 // application/json, which no page can send to another origin without a
@@ -138,7 +138,7 @@ func TestDevModeAnswersOnlyItsOwnOrigin(t *testing.T) {
 	require.Equal(t, http.StatusUnsupportedMediaType, r.code, r.body)
 }
 
-// Issue 25, item 2: DNS rebinding. A page whose own name now resolves to
+// DNS rebinding. A page whose own name now resolves to
 // 127.0.0.1 talks to the gateway as its own origin; only the Host header
 // shows it, so every route but /healthz refuses a Host the gateway does
 // not answer to.
@@ -178,7 +178,7 @@ func TestDevModeRefusesOtherHosts(t *testing.T) {
 	}
 }
 
-// Issue 25, item 15: ids in paths that no turn can have are the caller's
+// Ids in paths that no turn can have are the caller's
 // mistake, said in a sentence, not a 500.
 func TestMalformedTurnIDs(t *testing.T) {
 	e := newEnv(t, envOptions{noWorker: true})
@@ -207,7 +207,7 @@ func TestMalformedTurnIDs(t *testing.T) {
 	}
 }
 
-// Issue 25, item 5: signing out ends the session on the server, so a
+// Signing out ends the session on the server, so a
 // copy of the cookie (in another browser, a proxy's log) stops working.
 func TestSignOutEndsTheSession(t *testing.T) {
 	e := newEnv(t, envOptions{noWorker: true})
@@ -227,7 +227,7 @@ func TestSignOutEndsTheSession(t *testing.T) {
 	require.NotContains(t, page.body, "Sign out")
 }
 
-// Issue 25, item 6: an Idempotency-Key names one response. Sent again
+// An Idempotency-Key names one response. Sent again
 // with the same body it is the same response (applied once, answered
 // again); with another body it is a mistake, said with 422, never the
 // first response's card as if the second had been applied. Temporal

@@ -17,7 +17,7 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// Issue 25, items 3 and 4 and what they share: a caller must not be able
+// Turn ids and the runs they name: a caller must not be able
 // to choose the id of a turn that exists or existed, and what was made
 // for one run (a link) does nothing for another run under the same id.
 
@@ -159,7 +159,7 @@ func TestRerunScopeTakesAClosedIDAgain(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.code, r.body)
 }
 
-// Also from issue 25: head, messages and workspace load a stored
+// Head, messages and workspace load a stored
 // conversation or workspace; only a key with the history scope sets them.
 func TestHistoryFieldsNeedTheHistoryScope(t *testing.T) {
 	e := newEnv(t, envOptions{noWorker: true})
@@ -197,7 +197,7 @@ func (e *env) keyFor(principal string, scopes []apikey.Scope, users ...string) s
 	return k
 }
 
-// Also from issue 25: a key limited to named users reads, answers and
+// A key limited to named users reads, answers and
 // starts only their turns; another user's turn is not there for it (404,
 // the answer for a turn that does not exist, so it learns nothing).
 func TestKeyLimitedToUsers(t *testing.T) {

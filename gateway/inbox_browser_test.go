@@ -16,9 +16,9 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-var updateScreenshot = flag.Bool("update-screenshot", false, "also save the inbox screenshot to docs/inbox.png (the README shows it)")
+var updateScreenshot = flag.Bool("update-screenshot", false, "also save the inbox screenshot to docs/inbox.png (docs/gateway.md shows it)")
 
-// screenshotFile is the README's screenshot, relative to this package.
+// screenshotFile is docs/gateway.md's screenshot, relative to this package.
 const screenshotFile = "../docs/inbox.png"
 
 func init() {

@@ -25,7 +25,7 @@ func (t *temporalTurns) List(ctx context.Context, f turnlist.Filter) ([]turnlist
 	turns, err := turnlist.List(ctx, t.c, f)
 	var invalid *serviceerror.InvalidArgument
 	if errors.As(err, &invalid) && (f.Status != "" || f.User != "") {
-		return nil, fmt.Errorf("the server cannot filter turns by status or user: are Tollgate's search attributes registered in namespace %s (worker --dev does it; see the README)? %w", t.namespace, err)
+		return nil, fmt.Errorf("the server cannot filter turns by status or user: are Tollgate's search attributes registered in namespace %s (worker --dev does it; see docs/turns.md)? %w", t.namespace, err)
 	}
 	if err != nil {
 		return nil, t.explain(err, "", "list turns")

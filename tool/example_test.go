@@ -13,22 +13,27 @@ type greetArgs struct {
 	Name string `json:"name" jsonschema:"who to greet"`
 }
 
+var Greet = tool.MustFunc(tool.Spec{
+	Name:        "greet",
+	Description: "Greet someone by name.",
+	Idempotent:  true, // safe to retry
+	Concurrent:  true, // may run beside other calls of the same step
+	// Approval: tool.ApprovalAlways, Timeout: 30 * time.Second, ...
+}, func(ctx context.Context, call tool.Call, args greetArgs) (results.Outcome, error) {
+	if args.Name == "" {
+		return results.FailTool("name is empty"), nil // the model sees this
+	}
+	return results.SucceedText("Hello, " + args.Name + "!"), nil
+})
+
 // A complete tool: spec, typed arguments (the schema is generated from the
 // struct) and the run function. Register it and list it in a turn's tools.
 func ExampleFunc() {
-	greet := tool.MustFunc(tool.Spec{
-		Name:        "greet",
-		Description: "Greet someone by name.",
-		Idempotent:  true,
-		Concurrent:  true,
-	}, func(ctx context.Context, call tool.Call, args greetArgs) (results.Outcome, error) {
-		if args.Name == "" {
-			return results.FailTool("name is empty"), nil
-		}
-		return results.SucceedText("Hello, " + args.Name + "!"), nil
-	})
-	registry, _ := tool.NewRegistry(greet)
-
+	registry, err := tool.NewRegistry(Greet)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	t, _ := registry.Get("greet")
 	out, _ := t.Run(context.Background(), tool.Call{Arguments: json.RawMessage(`{"name":"Ada"}`)})
 	fmt.Println(out.Success.Parts[0].Text)

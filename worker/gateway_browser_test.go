@@ -31,7 +31,7 @@ import (
 // runs `worker` with when it is the stand-in worker process.
 const workerDevEnv = "TOLLGATE_TEST_WORKER_DEV_ARGS"
 
-// Issue 25, items 1 and 2, as an attacker runs them: `worker --dev` is
+// Cross-origin requests and DNS rebinding, as an attacker runs them: `worker --dev` is
 // up with a turn waiting for approval of a file write, and the developer
 // opens a page in Chromium. Neither a page on another loopback port
 // (same site, another origin: the no-cors text/plain attack, a CORS

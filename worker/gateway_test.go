@@ -13,7 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway"
 )
 
-// Issue 25, item 7: the dev gateway is served with the standalone
+// The dev gateway is served with the standalone
 // gateway's timeouts, so a slow or idle client cannot hold its
 // connections open forever.
 func TestDevGatewayHasTheStandaloneTimeouts(t *testing.T) {

@@ -247,7 +247,7 @@ func useSearchAttributes(ctx context.Context, c client.Client, f flags, logger *
 		logger.Warn("Cannot list the server's search attributes; turns will not keep them current (--search-attributes on forces them)", "error", err)
 		return false
 	case len(missing) > 0:
-		logger.Warn("The server lacks Tollgate's search attributes; turns run without them and cannot be listed by status until they are registered (see the README)", "missing", strings.Join(missing, ","))
+		logger.Warn("The server lacks Tollgate's search attributes; turns run without them and cannot be listed by status until they are registered (see docs/turns.md)", "missing", strings.Join(missing, ","))
 		return false
 	}
 	return true

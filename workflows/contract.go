@@ -204,7 +204,7 @@ type Result struct {
 	// conversation gets Head and those messages.
 	Head string `json:"head,omitempty"`
 	// Workspace is the task queue of the worker that held the turn's
-	// workspace when it ended (see "Workspace affinity" in the README);
+	// workspace when it ended (see "Workspace affinity" in docs/deployment.md);
 	// empty where workers share one workspace. A turn that continues the
 	// conversation gets it as Input.Workspace.
 	Workspace string `json:"workspace,omitempty"`

@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway/links"
 )
 
-// Issue 25, item 3: a link names the run of the turn it was made in, so
+// A link names the run of the turn it was made in, so
 // the gateway can refuse it for another run under the same turn id.
 func TestLinksCarryTheTurnsRun(t *testing.T) {
 	signer, err := links.NewSigner(linkSecret)

@@ -127,7 +127,7 @@ func TestLoadMissingFile(t *testing.T) {
 	require.ErrorContains(t, err, "open keys file")
 }
 
-// Issue 25: a key may be limited to named users; the field is optional,
+// A key may be limited to named users; the field is optional,
 // so keys files written before it read as they did.
 func TestUsersLimitAKey(t *testing.T) {
 	entries, err := Parse([]byte(`{"keys": [

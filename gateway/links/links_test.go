@@ -290,7 +290,7 @@ func TestTokenFormatIsStable(t *testing.T) {
 	require.Equal(t, c, got)
 }
 
-// Issue 25, item 3: a token from before links named their run, authentic
+// A token from before links named their run, authentic
 // and unexpired, is refused: it would decide for any turn that holds its
 // turn id when pressed, a re-created one included.
 func TestVerifyRefusesTokensWithoutARun(t *testing.T) {

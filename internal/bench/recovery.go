@@ -43,7 +43,7 @@ const (
 	// RecoveryModelDelay is how long the fake model takes to answer.
 	RecoveryModelDelay = 3 * time.Second
 	// RecoveryGoal is the longest a turn may take from the restart to
-	// completion (issue 13, item 15).
+	// completion: row 7b of the report passes below it.
 	RecoveryGoal = 30 * time.Second
 
 	bareSlowCallName = "BareSlowCall"

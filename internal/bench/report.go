@@ -331,7 +331,7 @@ type encryptedReport struct {
 	Met                   bool
 }
 
-// encryptionGoal is issue 16's bound on what encryption may add per call.
+// encryptionGoal is the bound on what encryption may add per call.
 const encryptionGoal = 1.1
 
 func newEncryptedReport(enc, plain *ToolCalls) *encryptedReport {

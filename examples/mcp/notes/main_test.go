@@ -71,7 +71,7 @@ func TestNotesRenameMerges(t *testing.T) {
 	require.Equal(t, "- water the plants\n- try MCP\n", string(b))
 }
 
-// The README's demo files are valid: the worker's MCP configuration and
+// The demo files of docs/mcp.md are valid: the worker's MCP configuration and
 // the scripted model's replies.
 func TestDemoConfigAndScriptParse(t *testing.T) {
 	cfg, err := tgmcp.LoadConfig("../mcp.json")

@@ -5,8 +5,8 @@
 //
 // The test itself (cluster_test.go) runs only under `make test-cluster`:
 // PostgreSQL, the Temporal server binary, SeaweedFS and two worker
-// processes, killed and restarted. See the README's "Running on several
-// machines".
+// processes, killed and restarted. See docs/deployment.md, "Proof: make
+// test-cluster".
 package cluster
 
 import (

@@ -24,7 +24,7 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// codecScreenshot is the README's picture of the UI decoding a turn,
+// codecScreenshot is docs/encryption.md's picture of the UI decoding a turn,
 // relative to this package.
 const codecScreenshot = "../../../docs/temporal-ui-decoded.png"
 

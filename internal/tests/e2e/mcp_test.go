@@ -18,7 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// notesBinary builds the README demo's MCP server (examples/mcp/notes)
+// notesBinary builds the MCP server of docs/mcp.md's demo (examples/mcp/notes)
 // into the test's temporary directory.
 func notesBinary(t *testing.T) string {
 	t.Helper()
@@ -43,7 +43,7 @@ func (e *env) openNotes(bin, notesDir string) []tool.Tool {
 	return ts.Tools()
 }
 
-// The README's MCP demo on a real server: a read-only MCP tool runs at
+// The MCP demo of docs/mcp.md on a real server: a read-only MCP tool runs at
 // once, a destructive one waits for its approval, and one whose server
 // asks the user (an elicitation) parks as a choice that a person answers
 // through respond; the server gets the answer when the call is issued

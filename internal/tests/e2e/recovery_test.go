@@ -31,7 +31,7 @@ const (
 	// recoveryModelDelay is how long the fake model takes to answer.
 	recoveryModelDelay = 3 * time.Second
 	// recoveryGoal is the longest a turn may take, from the new worker's
-	// start, to finish (issue 13, item 15).
+	// start, to finish (the bench report holds row 7b to the same goal).
 	recoveryGoal = 30 * time.Second
 	// recoveryDeadline is how long the test waits for the turns after the
 	// restart before it fails: well past the goal, well short of the
