@@ -11,13 +11,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities/webhook"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 )
 
-// Issue 25, item 3: a link names the run of the turn it was made in, so
-// the gateway can refuse it for another run under the same turn id.
+// A link names the run of the turn it was made in, so the gateway can
+// refuse it for another run under the same turn id.
 func TestLinksCarryTheTurnsRun(t *testing.T) {
-	signer, err := links.NewSigner(linkSecret)
+	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
 	rcv := newReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}, Links: signer, GatewayURL: "https://tollgate.example.com"}))
@@ -29,7 +29,7 @@ func TestLinksCarryTheTurnsRun(t *testing.T) {
 	require.NotNil(t, l)
 	for _, u := range []string{l.Approve, l.Deny} {
 		token := u[strings.LastIndexByte(u, '/')+1:]
-		c, err := signer.Verify(token, eventAt)
+		c, err := signer.VerifyLink(token, eventAt)
 		require.NoError(t, err)
 		require.Equal(t, "run-of-turn-1", c.Run)
 	}

@@ -12,8 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/tollgate-dev/tollgate/connections/oauth"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 )
 
 // Environment variables FromEnv reads.
@@ -76,8 +75,8 @@ func LoadSecret(path string) ([]byte, error) {
 //     webhooks off (Options.URLs is empty, and New would refuse it).
 //   - TOLLGATE_WEBHOOK_SECRET_FILE: the signing secret (see LoadSecret);
 //     required with URLs, since unsigned events cannot be trusted.
-//   - TOLLGATE_LINK_SECRET_FILE: the one-click link secret (see
-//     links.LoadSecret); when set, call.waiting events carry links.
+//   - TOLLGATE_LINK_SECRET_FILE: the link secret (see
+//     signedtoken.LoadSecret); when set, call.waiting events carry links.
 //   - TOLLGATE_GATEWAY_URL: the gateway's public base URL; required with
 //     both URLs and a link secret.
 func FromEnv(getenv func(string) string) (Options, error) {
@@ -93,15 +92,11 @@ func FromEnv(getenv func(string) string) (Options, error) {
 		}
 	}
 	if path := getenv(EnvLinkSecretFile); path != "" {
-		key, err := links.LoadSecret(path)
+		key, err := signedtoken.LoadSecret(path)
 		if err != nil {
 			return Options{}, fmt.Errorf("%s: %w", EnvLinkSecretFile, err)
 		}
-		if o.Links, err = links.NewSigner(key); err != nil {
-			return Options{}, fmt.Errorf("%s: %w", EnvLinkSecretFile, err)
-		}
-		// The same secret signs connect links, under its own label.
-		if o.Connect, err = oauth.NewSigner(key); err != nil {
+		if o.Links, err = signedtoken.NewSigner(key); err != nil {
 			return Options{}, fmt.Errorf("%s: %w", EnvLinkSecretFile, err)
 		}
 	}

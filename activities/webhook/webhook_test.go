@@ -22,7 +22,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities/webhook"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -158,7 +158,7 @@ func TestSignatureVerifiesWithSpecLibrary(t *testing.T) {
 }
 
 func TestWaitingEventLinksVerifyAndCarryTheCall(t *testing.T) {
-	signer, err := links.NewSigner(linkSecret)
+	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
 	rcv := newReceiver(t)
 	d := deliverer(t, webhook.Options{
@@ -177,20 +177,20 @@ func TestWaitingEventLinksVerifyAndCarryTheCall(t *testing.T) {
 	require.NotNil(t, p.Data.Links)
 	require.Equal(t, p.Data.Links, verify(t, got[1]).Data.Links, "a redelivery carries the same links, so the first click wins everywhere")
 
-	claims := map[results.DecisionKind]links.Claims{}
+	claims := map[results.DecisionKind]signedtoken.LinkClaims{}
 	for kind, u := range map[results.DecisionKind]string{results.DecisionApprove: p.Data.Links.Approve, results.DecisionDeny: p.Data.Links.Deny} {
 		token, ok := strings.CutPrefix(u, "https://tollgate.example.com/v1/links/")
 		require.True(t, ok, u)
-		c, err := signer.Verify(token, eventAt.Add(time.Hour))
+		c, err := signer.VerifyLink(token, eventAt.Add(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, "turn-1", c.Turn)
 		require.Equal(t, "call_1", c.Call)
 		require.Equal(t, kind, c.Decision)
-		require.Equal(t, links.ArgsHash(json.RawMessage(`{"path":"a.txt","content":"new"}`)), c.ArgsHash, "bound to the edited arguments the tool would run with")
+		require.Equal(t, signedtoken.ArgsHash(json.RawMessage(`{"path":"a.txt","content":"new"}`)), c.ArgsHash, "bound to the edited arguments the tool would run with")
 		require.Equal(t, webhook.DefaultLinkBy, c.By)
 		require.Equal(t, eventAt.Add(2*time.Hour), c.Expires, "expiry counts from the event, not the delivery")
-		_, err = signer.Verify(token, eventAt.Add(2*time.Hour))
-		require.ErrorIs(t, err, links.ErrExpired)
+		_, err = signer.VerifyLink(token, eventAt.Add(2*time.Hour))
+		require.ErrorIs(t, err, signedtoken.ErrExpired)
 		claims[kind] = c
 	}
 	require.NotEqual(t, claims[results.DecisionApprove].UpdateID(), claims[results.DecisionDeny].UpdateID())
@@ -201,13 +201,13 @@ func TestWaitingEventLinksVerifyAndCarryTheCall(t *testing.T) {
 	require.NoError(t, err)
 	again := verify(t, rcv.deliveries()[2]).Data.Links
 	token, _ := strings.CutPrefix(again.Approve, "https://tollgate.example.com/v1/links/")
-	c, err := signer.Verify(token, eventAt)
+	c, err := signer.VerifyLink(token, eventAt)
 	require.NoError(t, err)
 	require.NotEqual(t, claims[results.DecisionApprove].ID, c.ID)
 }
 
 func TestLinksOnlyForApprovals(t *testing.T) {
-	signer, err := links.NewSigner(linkSecret)
+	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
 	rcv := newReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}, Links: signer, GatewayURL: "http://127.0.0.1:8080"}))
@@ -410,7 +410,7 @@ func TestBadEventsAreNotRetried(t *testing.T) {
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
-	signer, err := links.NewSigner(linkSecret)
+	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
 	for name, tc := range map[string]struct {
 		o    webhook.Options
