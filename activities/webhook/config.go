@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 )
@@ -29,14 +28,12 @@ const (
 // test environments have it).
 type Registry interface {
 	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
 }
 
-// Register registers Deliver as DeliverName and DeliveryWorkflow as
-// DeliveryWorkflowName.
+// Register registers Deliver as DeliverName. The workflow that runs it,
+// workflows.DeliveryWorkflow, is registered with the other workflows.
 func (d *Deliverer) Register(r Registry) {
 	r.RegisterActivityWithOptions(d.Deliver, activity.RegisterOptions{Name: DeliverName})
-	r.RegisterWorkflowWithOptions(DeliveryWorkflow, workflow.RegisterOptions{Name: DeliveryWorkflowName})
 }
 
 // LoadSecret reads a Standard Webhooks secret from path: "whsec_" and the

@@ -4,8 +4,9 @@
 //
 // Delivery is an activity, so Temporal's retry policy makes it durable: a
 // receiver that is down for hours gets the event when it comes back, under
-// the same webhook-id it would have had the first time. The workflow builds
-// the Event (with a deterministic ID); Deliver signs and sends it.
+// the same webhook-id it would have had the first time. The turn builds
+// the Event (with a deterministic ID) and starts workflows.DeliveryWorkflow
+// for it; Deliver signs and sends it.
 package webhook
 
 import (
@@ -89,8 +90,8 @@ type Event struct {
 	Type string `json:"type"`
 	Turn string `json:"turn_id"`
 	// Run is the run id of the turn's execution that emitted the event;
-	// DeliveryWorkflow fills it from its parent when the workflow did
-	// not. A call.waiting event's links are bound to it
+	// workflows.DeliveryWorkflow fills it from its parent when the
+	// workflow did not. A call.waiting event's links are bound to it
 	// (signedtoken.LinkClaims.Run), and an event without it (scheduled
 	// before it existed) carries none.
 	Run    string        `json:"run_id,omitempty"`
@@ -146,8 +147,8 @@ type Payload struct {
 type Data struct {
 	Turn string `json:"turn_id"`
 	// Run is the run id of the turn's execution that emitted the event;
-	// DeliveryWorkflow fills it from its parent when the workflow did
-	// not. A call.waiting event's links are bound to it
+	// workflows.DeliveryWorkflow fills it from its parent when the
+	// workflow did not. A call.waiting event's links are bound to it
 	// (signedtoken.LinkClaims.Run), and an event without it (scheduled
 	// before it existed) carries none.
 	Run    string        `json:"run_id,omitempty"`

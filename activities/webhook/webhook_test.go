@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
@@ -254,53 +253,6 @@ func TestTurnEndedIsBoundedAndKeepsOperatorDetail(t *testing.T) {
 	require.Equal(t, "dial tcp 10.0.0.3:5432: connection refused", failed.Card.Failure.Detail, "the caller's card is not modified")
 }
 
-// deliverWorkflow runs DeliveryWorkflow on the test suite, retries and
-// heartbeat details included, as a worker would.
-func deliverWorkflow(t *testing.T, d *webhook.Deliverer, e webhook.Event) error {
-	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	d.Register(env)
-	env.ExecuteWorkflow(webhook.DeliveryWorkflowName, e)
-	require.True(t, env.IsWorkflowCompleted())
-	return env.GetWorkflowError()
-}
-
-func TestReceiverDownThreeTimesGetsTheFourthAttempt(t *testing.T) {
-	rcv := newReceiver(t, http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusBadGateway)
-	require.NoError(t, deliverWorkflow(t, deliverer(t, webhook.Options{URLs: []string{rcv.URL}}), waitingEvent()))
-
-	got := rcv.deliveries()
-	require.Len(t, got, 4)
-	for _, d := range got {
-		require.Equal(t, "turn-1/call.waiting/call_1/1", d.header.Get("webhook-id"), "receivers drop duplicates by this id")
-		require.Equal(t, got[0].body, d.body)
-		verify(t, d)
-	}
-}
-
-func TestGoodReceiverIsNotDeliveredTwice(t *testing.T) {
-	good := newReceiver(t)
-	flaky := newReceiver(t, http.StatusInternalServerError, http.StatusTooManyRequests)
-	d := deliverer(t, webhook.Options{URLs: []string{good.URL, flaky.URL}})
-	require.NoError(t, deliverWorkflow(t, d, waitingEvent()))
-	require.Len(t, good.deliveries(), 1)
-	require.Len(t, flaky.deliveries(), 3)
-}
-
-func TestReceiverGoneStopsOnlyItself(t *testing.T) {
-	good := newReceiver(t, http.StatusInternalServerError)
-	gone := newReceiver(t, http.StatusGone)
-	d := deliverer(t, webhook.Options{URLs: []string{good.URL, gone.URL}})
-	err := deliverWorkflow(t, d, waitingEvent())
-	require.Len(t, good.deliveries(), 2, "the other receiver still gets its retry")
-	require.Len(t, gone.deliveries(), 1, "a receiver that answered 410 is not asked again")
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(err, &appErr), "%v", err)
-	require.Equal(t, webhook.ErrTypeReceiverGone, appErr.Type())
-	require.Contains(t, appErr.Error(), "410 Gone")
-}
-
 func TestRedirectsAreNotFollowed(t *testing.T) {
 	elsewhere := newReceiver(t)
 	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -432,38 +384,4 @@ func TestNewRefusesBadOptions(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-}
-
-func TestReceiverDownForAnHourGetsTheEvent(t *testing.T) {
-	// ActivityOptions back off from 5s to every 10 minutes: 12 failures
-	// span more than an hour of workflow time, well inside the day the
-	// policy retries for. The test suite caps attempts at 10 when a policy
-	// sets no maximum (production's is unlimited), so this workflow lifts
-	// that cap and changes nothing else.
-	failures := make([]int, 12)
-	for i := range failures {
-		failures[i] = http.StatusBadGateway
-	}
-	rcv := newReceiver(t, failures...)
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	d := deliverer(t, webhook.Options{URLs: []string{rcv.URL}})
-	env.RegisterActivityWithOptions(d.Deliver, activity.RegisterOptions{Name: webhook.DeliverName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, e webhook.Event) error {
-		o := webhook.ActivityOptions()
-		p := *o.RetryPolicy
-		p.MaximumAttempts = 100
-		o.RetryPolicy = &p
-		ctx = workflow.WithActivityOptions(ctx, o)
-		return workflow.ExecuteActivity(ctx, webhook.DeliverName, e).Get(ctx, nil)
-	}, workflow.RegisterOptions{Name: "uncapped"})
-	start := env.Now()
-	env.ExecuteWorkflow("uncapped", waitingEvent())
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	require.Len(t, rcv.deliveries(), 13)
-	elapsed := env.Now().Sub(start)
-	require.Greater(t, elapsed, time.Hour)
-	require.Less(t, elapsed, 2*time.Hour, "retries keep coming every 10 minutes")
-	t.Logf("delivered on attempt 13 after %s of workflow time", elapsed)
 }
