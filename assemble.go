@@ -108,10 +108,14 @@ func selectBuiltins(all []tool.Tool, names []string) ([]tool.Tool, error) {
 }
 
 // register registers the workflows, as a deployment with features runs
-// them, and the activities under their contract names.
+// them, and the activities under their contract names. The delivery
+// workflow's activity is the plugin's webhook deliverer's to register.
 func register(r Registry, f workflows.Features, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(f.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	r.RegisterWorkflowWithOptions(f.AgentSession, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
+	if f.Webhooks {
+		r.RegisterWorkflowWithOptions(workflows.DeliveryWorkflow, workflow.RegisterOptions{Name: workflows.DeliveryWorkflowName})
+	}
 	r.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: activities.RunToolName})
 	r.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: activities.CallModelName})
 	r.RegisterActivityWithOptions(acts.DescribeTools, activity.RegisterOptions{Name: activities.DescribeToolsName})

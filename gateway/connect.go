@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate/connections"
 	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -45,8 +46,6 @@ type ConnectOptions struct {
 	// Store keeps the tokens (the workers' connection store: the same
 	// directory, sealed with the same key).
 	Store connections.Store
-	// Signer signs connect links and states (the link secret).
-	Signer *oauth.Signer
 	// PublicURL is the gateway's base URL as browsers reach it, for the
 	// links in API answers; empty uses the request's own host.
 	PublicURL string
@@ -126,7 +125,7 @@ func (s *Server) ConnectURL(base, turn, user string, c results.Card) string {
 	if _, ok := co.Providers.Get(c.Connection.Provider); !ok {
 		return ""
 	}
-	tok, err := co.Signer.Sign(oauth.KindConnect, oauth.Claims{
+	tok, err := s.opts.Links.SignConnect(signedtoken.ConnectClaims{
 		Turn: turn, Call: c.CallID, User: user, Provider: c.Connection.Provider, Expires: time.Now().Add(co.LinkTTL),
 	})
 	if err != nil {
@@ -218,20 +217,20 @@ func (s *Server) sessionWho(w http.ResponseWriter, r *http.Request) (*apikey.Ent
 
 // checkConnect verifies a connect link, who follows it, and that its
 // call still waits for that provider. It writes each refusal's page.
-func (s *Server) checkConnect(w http.ResponseWriter, r *http.Request, token string) (oauth.Claims, results.Card, session, bool) {
+func (s *Server) checkConnect(w http.ResponseWriter, r *http.Request, token string) (signedtoken.ConnectClaims, results.Card, session, bool) {
 	co := s.connectOpts()
 	if co == nil {
 		renderErrorPage(w, http.StatusNotFound, "Connections are off", "This gateway has no OAuth providers configured.", "")
-		return oauth.Claims{}, results.Card{}, session{}, false
+		return signedtoken.ConnectClaims{}, results.Card{}, session{}, false
 	}
-	claims, err := co.Signer.Verify(oauth.KindConnect, token, time.Now())
+	claims, err := s.opts.Links.VerifyConnect(token, time.Now())
 	if err != nil {
 		s.tokenRefused(w, err, "link")
-		return oauth.Claims{}, results.Card{}, session{}, false
+		return signedtoken.ConnectClaims{}, results.Card{}, session{}, false
 	}
 	if _, ok := co.Providers.Get(claims.Provider); !ok {
 		renderErrorPage(w, http.StatusNotFound, "Unknown provider", fmt.Sprintf("This gateway has no OAuth provider %q configured, so it cannot connect it. Ask the operator.", claims.Provider), "")
-		return oauth.Claims{}, results.Card{}, session{}, false
+		return signedtoken.ConnectClaims{}, results.Card{}, session{}, false
 	}
 	who, sess, ok := s.sessionWho(w, r)
 	if !ok || who == nil {
@@ -240,27 +239,27 @@ func (s *Server) checkConnect(w http.ResponseWriter, r *http.Request, token stri
 			// cookie; a click on our own page does.
 			nonce := newNonce()
 			render(w, http.StatusOK, "connect-continue", nonce, connectPage{pageBase: pageBase{Title: "Connect " + claims.Provider, Nonce: nonce}, Provider: claims.Provider, Action: connectPath + token + "?continue=1"})
-			return oauth.Claims{}, results.Card{}, session{}, false
+			return signedtoken.ConnectClaims{}, results.Card{}, session{}, false
 		}
 		renderErrorPage(w, http.StatusUnauthorized, "Sign in first",
 			fmt.Sprintf("Connecting %s stores a token as %s's, so only %s may do it. Sign in to the inbox with %s's key, then open this link again.", claims.Provider, claims.User, claims.User, claims.User), "/inbox")
-		return oauth.Claims{}, results.Card{}, session{}, false
+		return signedtoken.ConnectClaims{}, results.Card{}, session{}, false
 	}
 	if who.Principal != claims.User && !(s.opts.Dev && who.Principal == DevPrincipal) {
 		renderErrorPage(w, http.StatusForbidden, "Not your connection",
 			fmt.Sprintf("This link connects %s for %s; you are signed in as %s. Only %s may connect their own account.", claims.Provider, claims.User, who.Principal, claims.User), "")
-		return oauth.Claims{}, results.Card{}, session{}, false
+		return signedtoken.ConnectClaims{}, results.Card{}, session{}, false
 	}
 	card, ok := s.waitingCard(w, r, claims)
 	if !ok {
-		return oauth.Claims{}, results.Card{}, session{}, false
+		return signedtoken.ConnectClaims{}, results.Card{}, session{}, false
 	}
 	return claims, card, sess, true
 }
 
 // waitingCard reads the card of claims' call and checks that it waits
 // for claims' provider.
-func (s *Server) waitingCard(w http.ResponseWriter, r *http.Request, claims oauth.Claims) (results.Card, bool) {
+func (s *Server) waitingCard(w http.ResponseWriter, r *http.Request, claims signedtoken.ConnectClaims) (results.Card, bool) {
 	card, ok := s.pageCard(w, r, claims.Turn, claims.Call)
 	if !ok {
 		return results.Card{}, false
@@ -330,16 +329,16 @@ func (s *Server) connectStart(w http.ResponseWriter, r *http.Request) {
 	co := s.connectOpts()
 	p, _ := co.Providers.Get(claims.Provider)
 	state := claims
-	state.ID = oauth.NewID()
+	state.ID = signedtoken.NewID()
 	state.Expires = time.Now().Add(co.StateTTL)
-	stateTok, err := co.Signer.Sign(oauth.KindState, state)
+	stateTok, err := s.opts.Links.SignState(state)
 	if err != nil {
 		s.internal(w, r, "start the sign-in", err)
 		return
 	}
 	verifier := oauth.NewVerifier()
 	http.SetCookie(w, &http.Cookie{
-		Name: oauthCookiePrefix + state.ID, Value: verifier + "." + base64.RawURLEncoding.EncodeToString(co.Signer.MAC("pkce", state.ID, verifier)),
+		Name: oauthCookiePrefix + state.ID, Value: verifier + "." + base64.RawURLEncoding.EncodeToString(s.opts.Links.VerifierMAC(state.ID, verifier)),
 		Path: "/v1/oauth/", MaxAge: int(co.StateTTL.Seconds()), HttpOnly: true, Secure: r.TLS != nil,
 		// Lax: the provider's redirect back is a cross-site top-level GET,
 		// which Lax cookies go with and Strict ones do not.
@@ -363,7 +362,7 @@ func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The signature first: a forged state learns nothing else.
-	claims, err := co.Signer.Verify(oauth.KindState, raw, time.Now())
+	claims, err := s.opts.Links.VerifyState(raw, time.Now())
 	if err != nil {
 		s.tokenRefused(w, err, "sign-in")
 		return
@@ -429,7 +428,7 @@ func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 // resumeConnected sends `connected` for the flow's call as its user.
-func (s *Server) resumeConnected(w http.ResponseWriter, r *http.Request, claims oauth.Claims) {
+func (s *Server) resumeConnected(w http.ResponseWriter, r *http.Request, claims signedtoken.ConnectClaims) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
 	defer cancel()
 	resp := workflows.Response{CallID: claims.Call, Decision: results.DecisionConnected, By: claims.User}
@@ -473,7 +472,7 @@ func (s *Server) flowVerifier(r *http.Request, id string) (string, bool) {
 		return "", false
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, s.opts.Connect.Signer.MAC("pkce", id, verifier)) {
+	if err != nil || !hmac.Equal(got, s.opts.Links.VerifierMAC(id, verifier)) {
 		return "", false
 	}
 	return verifier, true
@@ -502,9 +501,9 @@ func oauthCode(e string) string {
 // refused.
 func (s *Server) tokenRefused(w http.ResponseWriter, err error, what string) {
 	switch {
-	case errors.Is(err, oauth.ErrExpired) && what == "sign-in":
+	case errors.Is(err, signedtoken.ErrExpired) && what == "sign-in":
 		renderErrorPage(w, http.StatusGone, "Sign-in expired", "This sign-in took too long and has expired; nothing was stored. Open the connect link again.", "")
-	case errors.Is(err, oauth.ErrExpired):
+	case errors.Is(err, signedtoken.ErrExpired):
 		renderErrorPage(w, http.StatusGone, "Link expired", "This connect link has expired. Open the call in the inbox for a new one.", "/inbox")
 	case what == "sign-in":
 		renderErrorPage(w, http.StatusForbidden, "Invalid sign-in answer", "The state of this sign-in is not valid: it was altered or was not made by this gateway. Nothing was stored.", "")

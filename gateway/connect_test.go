@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate-dev/tollgate/connections/oauth/oauthtest"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tollgatetest"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -94,7 +95,6 @@ type oauthEnv struct {
 	*env
 	idp     *oauthtest.Server
 	store   *connections.FileStore
-	signer  *oauth.Signer
 	ps      *oauth.Providers
 	logs    *syncBuffer
 	connect *gateway.ConnectOptions
@@ -153,12 +153,12 @@ func newOAuthEnv(t *testing.T, o oauthEnvOptions) *oauthEnv {
 	require.NoError(t, err)
 	e.store, err = connections.NewFileStore(t.TempDir())
 	require.NoError(t, err)
-	e.signer, err = oauth.NewSigner([]byte(strings.Repeat("k", 32)))
+	e.signer, err = signedtoken.NewSigner([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	e.connect = &gateway.ConnectOptions{Providers: e.ps, Store: e.store, Signer: e.signer, StateTTL: o.stateTTL}
+	e.connect = &gateway.ConnectOptions{Providers: e.ps, Store: e.store, StateTTL: o.stateTTL}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.srv, err = gateway.New(gateway.Options{
-		Temporal: e.caller, TaskQueue: e.tq, Keys: e.keys, RespondTimeout: 10 * time.Second, Logger: logger, Connect: e.connect,
+		Temporal: e.caller, TaskQueue: e.tq, Keys: e.keys, Links: e.signer, RespondTimeout: 10 * time.Second, Logger: logger, Connect: e.connect,
 	})
 	require.NoError(t, err)
 	handler = e.srv
@@ -413,6 +413,14 @@ func (e *oauthEnv) requireNoToken(id string, tokens ...string) {
 	}
 }
 
+// Connect links and states are signed with the link secret: a gateway
+// with connections and no link signer could mint none.
+func TestConnectNeedsTheLinkSigner(t *testing.T) {
+	e := newEnv(t, envOptions{noWorker: true})
+	_, err := gateway.New(gateway.Options{Temporal: e.caller, Keys: e.keys, Connect: &gateway.ConnectOptions{}})
+	require.ErrorContains(t, err, "Options.Connect needs Options.Links")
+}
+
 // TestOAuthRefusals: every way a callback can fail says so, with its
 // status, and stores nothing it should not.
 func TestOAuthRefusals(t *testing.T) {
@@ -435,7 +443,7 @@ func TestOAuthRefusals(t *testing.T) {
 
 	t.Run("state expired", func(t *testing.T) {
 		id := e.parkIssues("alice")
-		st, err := e.signer.Sign(oauth.KindState, oauth.Claims{Turn: id, Call: "i1", User: "alice", Provider: "github", Expires: time.Now().Add(-time.Second)})
+		st, err := e.signer.SignState(signedtoken.ConnectClaims{Turn: id, Call: "i1", User: "alice", Provider: "github", Expires: time.Now().Add(-time.Second)})
 		require.NoError(t, err)
 		r := b.get(e.http.URL + oauth.CallbackPath + "?code=x&state=" + url.QueryEscape(st))
 		require.Equal(t, http.StatusGone, r.code, r.body)
@@ -445,13 +453,13 @@ func TestOAuthRefusals(t *testing.T) {
 	t.Run("connect link of another kind or key", func(t *testing.T) {
 		// A state is not a connect link, and a token signed with another
 		// key is nobody's.
-		st, err := e.signer.Sign(oauth.KindState, oauth.Claims{Turn: "t", Call: "i1", User: "alice", Provider: "github", Expires: time.Now().Add(time.Hour)})
+		st, err := e.signer.SignState(signedtoken.ConnectClaims{Turn: "t", Call: "i1", User: "alice", Provider: "github", Expires: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 		r := b.get(e.http.URL + "/v1/connect/" + st)
 		require.Equal(t, http.StatusForbidden, r.code, r.body)
-		other, err := oauth.NewSigner([]byte(strings.Repeat("z", 32)))
+		other, err := signedtoken.NewSigner([]byte(strings.Repeat("z", 32)))
 		require.NoError(t, err)
-		st, err = other.Sign(oauth.KindConnect, oauth.Claims{Turn: "t", Call: "i1", User: "alice", Provider: "github", Expires: time.Now().Add(time.Hour)})
+		st, err = other.SignConnect(signedtoken.ConnectClaims{Turn: "t", Call: "i1", User: "alice", Provider: "github", Expires: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 		r = b.get(e.http.URL + "/v1/connect/" + st)
 		require.Equal(t, http.StatusForbidden, r.code, r.body)
@@ -459,7 +467,7 @@ func TestOAuthRefusals(t *testing.T) {
 	})
 
 	t.Run("provider unknown", func(t *testing.T) {
-		tok, err := e.signer.Sign(oauth.KindConnect, oauth.Claims{Turn: "t", Call: "i1", User: "alice", Provider: "gitlab", Expires: time.Now().Add(time.Hour)})
+		tok, err := e.signer.SignConnect(signedtoken.ConnectClaims{Turn: "t", Call: "i1", User: "alice", Provider: "gitlab", Expires: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 		r := b.get(e.http.URL + "/v1/connect/" + tok)
 		require.Equal(t, http.StatusNotFound, r.code, r.body)

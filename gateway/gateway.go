@@ -27,7 +27,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 )
 
 // Options configure a Server.
@@ -41,8 +41,10 @@ type Options struct {
 	// Keys authenticates callers. Nil means no key works (only dev mode
 	// lets anyone in).
 	Keys *apikey.Set
-	// Links verifies one-click link tokens; nil disables /v1/links.
-	Links *links.Signer
+	// Links signs and verifies the gateway's tokens, under the link
+	// secret: one-click links (nil disables /v1/links) and, with Connect,
+	// connect links and sign-in states.
+	Links *signedtoken.Signer
 	// Dev lets requests without a key in, as principal "dev" with every
 	// scope. Only for a listener on a loopback address: New refuses Dev
 	// unless Addr is one, and each anonymous request must come from one.
@@ -121,6 +123,9 @@ func New(opts Options) (*Server, error) {
 		if err := CheckLoopback(opts.Addr); err != nil {
 			return nil, fmt.Errorf("gateway: dev mode lets anyone in without a key, so it listens only on a loopback address: %w", err)
 		}
+	}
+	if opts.Connect != nil && opts.Links == nil {
+		return nil, errors.New("gateway: Options.Connect needs Options.Links: connect links and sign-in states are signed with the link secret")
 	}
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = tollgate.DefaultTaskQueue

@@ -27,7 +27,7 @@ import (
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tollgatetest"
@@ -167,7 +167,7 @@ type env struct {
 	data     string
 	caller   client.Client
 	keys     *apikey.Set
-	signer   *links.Signer
+	signer   *signedtoken.Signer
 	srv      *gateway.Server
 	http     *httptest.Server
 	worker   worker.Worker
@@ -199,7 +199,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	var err error
 	e.keys, err = apikey.NewSet()
 	require.NoError(t, err)
-	e.signer, err = links.NewSigner([]byte(strings.Repeat("s", 32)))
+	e.signer, err = signedtoken.NewSigner([]byte(strings.Repeat("s", 32)))
 	require.NoError(t, err)
 	if o.respondTimeout == 0 {
 		o.respondTimeout = 10 * time.Second

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/tollgate-dev/tollgate"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -62,7 +62,7 @@ func (s *Server) linkApply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The signature first: a forged link learns nothing else.
-	if _, err := s.opts.Links.Verify(token, time.Now()); err != nil {
+	if _, err := s.opts.Links.VerifyLink(token, time.Now()); err != nil {
 		s.linkRefused(w, err)
 		return
 	}
@@ -115,7 +115,7 @@ func (s *Server) linkApply(w http.ResponseWriter, r *http.Request) {
 	render(w, http.StatusOK, "done", page.Nonce, page)
 }
 
-func (s *Server) linkView(c links.Claims, card results.Card, token string) linkView {
+func (s *Server) linkView(c signedtoken.LinkClaims, card results.Card, token string) linkView {
 	nonce := newNonce()
 	return linkView{
 		pageBase: pageBase{Title: "Confirm " + string(c.Decision), Nonce: nonce},
@@ -130,39 +130,39 @@ func (s *Server) linkView(c links.Claims, card results.Card, token string) linkV
 // made for, and that its call still waits with the arguments the link was
 // made for. It returns the run to apply it to, and writes each refusal's
 // page.
-func (s *Server) checkLink(w http.ResponseWriter, r *http.Request, token string) (links.Claims, string, results.Card, bool) {
+func (s *Server) checkLink(w http.ResponseWriter, r *http.Request, token string) (signedtoken.LinkClaims, string, results.Card, bool) {
 	if s.opts.Links == nil {
 		renderErrorPage(w, http.StatusNotFound, "Links are off", "This gateway does not take one-click links.", "")
-		return links.Claims{}, "", results.Card{}, false
+		return signedtoken.LinkClaims{}, "", results.Card{}, false
 	}
-	claims, err := s.opts.Links.Verify(token, time.Now())
+	claims, err := s.opts.Links.VerifyLink(token, time.Now())
 	if err != nil {
 		s.linkRefused(w, err)
-		return links.Claims{}, "", results.Card{}, false
+		return signedtoken.LinkClaims{}, "", results.Card{}, false
 	}
 	run, ok := s.linkRun(w, r, claims)
 	if !ok {
-		return links.Claims{}, "", results.Card{}, false
+		return signedtoken.LinkClaims{}, "", results.Card{}, false
 	}
 	card, ok := s.pageCardRun(w, r, claims.Turn, run, claims.Call)
 	if !ok {
-		return links.Claims{}, "", results.Card{}, false
+		return signedtoken.LinkClaims{}, "", results.Card{}, false
 	}
 	if !card.State.Waiting() {
 		if n := len(card.Decisions); n > 0 && card.Decisions[n-1].By == claims.By && card.Decisions[n-1].Decision == claims.Decision {
 			d := card.Decisions[n-1]
 			renderErrorPage(w, http.StatusConflict, "Link already used",
 				fmt.Sprintf("This link was already used: call %s got %s from %s at %s. A link works once.", card.CallID, d.Decision, d.By, d.At.UTC().Format("2006-01-02 15:04 UTC")), "")
-			return links.Claims{}, "", results.Card{}, false
+			return signedtoken.LinkClaims{}, "", results.Card{}, false
 		}
 		renderErrorPage(w, http.StatusConflict, "No longer waiting",
 			fmt.Sprintf("Call %s of turn %s is %s; it no longer waits for a decision, so this link does nothing.", card.CallID, claims.Turn, card.State), "")
-		return links.Claims{}, "", results.Card{}, false
+		return signedtoken.LinkClaims{}, "", results.Card{}, false
 	}
-	if links.ArgsHash(card.EffectiveArguments()) != claims.ArgsHash {
+	if signedtoken.ArgsHash(card.EffectiveArguments()) != claims.ArgsHash {
 		renderErrorPage(w, http.StatusConflict, "Arguments changed",
 			fmt.Sprintf("The arguments of call %s changed after this link was made, so it cannot decide on them. Review the call in the inbox.", card.CallID), "/inbox")
-		return links.Claims{}, "", results.Card{}, false
+		return signedtoken.LinkClaims{}, "", results.Card{}, false
 	}
 	return claims, run, card, true
 }
@@ -172,7 +172,7 @@ func (s *Server) checkLink(w http.ResponseWriter, r *http.Request, token string)
 // successors) that claims.Run belongs to. A turn id that names another
 // execution now (the old turn closed and the id was taken again) is
 // refused: the link was made for the old one.
-func (s *Server) linkRun(w http.ResponseWriter, r *http.Request, claims links.Claims) (string, bool) {
+func (s *Server) linkRun(w http.ResponseWriter, r *http.Request, claims signedtoken.LinkClaims) (string, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
 	defer cancel()
 	cur, err := s.describeTurn(ctx, claims.Turn, "")
@@ -201,9 +201,9 @@ func (s *Server) linkRun(w http.ResponseWriter, r *http.Request, claims links.Cl
 // linkRefused writes the page for a token Verify refused.
 func (s *Server) linkRefused(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, links.ErrExpired):
+	case errors.Is(err, signedtoken.ErrExpired):
 		renderErrorPage(w, http.StatusGone, "Link expired", "This link has expired. Decide in the inbox, or ask for a new link.", "/inbox")
-	case errors.Is(err, links.ErrUnbound):
+	case errors.Is(err, signedtoken.ErrUnbound):
 		renderErrorPage(w, http.StatusGone, "Link expired",
 			"This link was made by an older version of Tollgate that did not bind links to their turn's run, so it no longer works. Decide in the inbox, or ask for a new link.", "/inbox")
 	default:

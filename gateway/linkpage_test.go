@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -36,9 +36,9 @@ func (e *env) link(turn, call string, d results.DecisionKind, by string, expires
 	require.NoError(e.t, err)
 	desc, err := e.caller.DescribeWorkflowExecution(e.t.Context(), turn, "")
 	require.NoError(e.t, err)
-	tok, err := e.signer.Sign(links.Claims{
+	tok, err := e.signer.SignLink(signedtoken.LinkClaims{
 		Turn: turn, Run: desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), Call: call, Decision: d,
-		ArgsHash: links.ArgsHash(card(e.t, s, call).EffectiveArguments()), By: by, Expires: expires,
+		ArgsHash: signedtoken.ArgsHash(card(e.t, s, call).EffectiveArguments()), By: by, Expires: expires,
 	})
 	require.NoError(e.t, err)
 	return tok
@@ -149,9 +149,9 @@ func TestLinkRefusals(t *testing.T) {
 	other := e.park("", "one", "ann", 1)
 	desc, err := e.caller.DescribeWorkflowExecution(t.Context(), other, "")
 	require.NoError(t, err)
-	wrong, err := e.signer.Sign(links.Claims{
+	wrong, err := e.signer.SignLink(signedtoken.LinkClaims{
 		Turn: other, Run: desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), Call: "d1", Decision: results.DecisionApprove,
-		ArgsHash: links.ArgsHash([]byte(`{"env":"production"}`)), By: "ann", Expires: time.Now().Add(time.Hour),
+		ArgsHash: signedtoken.ArgsHash([]byte(`{"env":"production"}`)), By: "ann", Expires: time.Now().Add(time.Hour),
 	})
 	require.NoError(t, err)
 	r = get(wrong)
@@ -185,7 +185,7 @@ func TestLinkRefusals(t *testing.T) {
 	// A link from before links named their run, authentic and unexpired.
 	unbound := signRaw([]byte(strings.Repeat("s", 32)), []byte(fmt.Sprintf(
 		`{"t":%q,"c":"d1","d":"approve","h":%q,"b":"ann","e":%q,"i":"old"}`,
-		reused, links.ArgsHash(card(t, s, "d1").EffectiveArguments()), time.Now().Add(time.Hour).UTC().Format(time.RFC3339))))
+		reused, signedtoken.ArgsHash(card(t, s, "d1").EffectiveArguments()), time.Now().Add(time.Hour).UTC().Format(time.RFC3339))))
 	r = get(unbound)
 	require.Equal(t, http.StatusGone, r.code, r.body)
 	require.Contains(t, r.body, "did not bind links to their turn")

@@ -19,7 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/storage/atomicfile"
 )
 
@@ -53,12 +53,8 @@ func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, lo
 	if err != nil {
 		return nil, err
 	}
-	connect, err := devConnect(dataDir, conns, ps)
-	if err != nil {
-		return nil, err
-	}
 	handler, err := gateway.New(gateway.Options{
-		Temporal: c, TaskQueue: taskQueue, Keys: keys, Links: signer, Dev: true, Addr: addr, Logger: logger, Connect: connect,
+		Temporal: c, TaskQueue: taskQueue, Keys: keys, Links: signer, Dev: true, Addr: addr, Logger: logger, Connect: devConnect(conns, ps),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build the dev gateway: %w", err)
@@ -80,10 +76,10 @@ func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, lo
 
 func (g *devGateway) Stop() { _ = g.srv.Close() }
 
-// devLinkSigner signs one-click links with a secret kept in the data
-// directory, the one TOLLGATE_LINK_SECRET_FILE names when set, so links
-// the worker's webhooks send are ones the dev gateway accepts.
-func devLinkSigner(dataDir string) (*links.Signer, error) {
+// devLinkSigner signs links with a secret kept in the data directory,
+// the one TOLLGATE_LINK_SECRET_FILE names when set, so links the worker's
+// webhooks send are ones the dev gateway accepts.
+func devLinkSigner(dataDir string) (*signedtoken.Signer, error) {
 	path := os.Getenv("TOLLGATE_LINK_SECRET_FILE")
 	if path == "" {
 		path = filepath.Join(dataDir, "link.secret")
@@ -95,11 +91,11 @@ func devLinkSigner(dataDir string) (*links.Signer, error) {
 			return nil, err
 		}
 	}
-	secret, err := links.LoadSecret(path)
+	secret, err := signedtoken.LoadSecret(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the dev gateway's link secret: %w", err)
 	}
-	return links.NewSigner(secret)
+	return signedtoken.NewSigner(secret)
 }
 
 // devSecret returns the secret stored at path, making and storing one the

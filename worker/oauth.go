@@ -4,12 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/tollgate-dev/tollgate/connections"
 	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway"
-	"github.com/tollgate-dev/tollgate/gateway/links"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 )
 
@@ -37,24 +35,12 @@ func openConnections(ctx context.Context, f flags, logger *slog.Logger) (connect
 	return s, ps, nil
 }
 
-// devConnect is the dev gateway's OAuth configuration: the providers, the
-// store the worker's tools read, and connect links signed with the link
-// secret devLinkSigner keeps (made before this runs).
-func devConnect(dataDir string, store connections.Store, ps *oauth.Providers) (*gateway.ConnectOptions, error) {
+// devConnect is the dev gateway's OAuth configuration: the providers and
+// the store the worker's tools read. Connect links and states are signed
+// by the gateway's link signer (devLinkSigner).
+func devConnect(store connections.Store, ps *oauth.Providers) *gateway.ConnectOptions {
 	if ps == nil {
-		return nil, nil
+		return nil
 	}
-	path := os.Getenv("TOLLGATE_LINK_SECRET_FILE")
-	if path == "" {
-		path = filepath.Join(dataDir, "link.secret")
-	}
-	secret, err := links.LoadSecret(path)
-	if err != nil {
-		return nil, err
-	}
-	signer, err := oauth.NewSigner(secret)
-	if err != nil {
-		return nil, err
-	}
-	return &gateway.ConnectOptions{Providers: ps, Store: store, Signer: signer}, nil
+	return &gateway.ConnectOptions{Providers: ps, Store: store}
 }

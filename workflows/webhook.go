@@ -10,7 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/results"
 )
 
-// Webhook events go out through webhook.DeliveryWorkflow, one small
+// Webhook events go out through DeliveryWorkflow (delivery.go), one small
 // workflow per event that the turn starts and abandons: a turn that ends
 // does not wait for a receiver that is down, and the receiver still gets
 // the event when it comes back.
@@ -50,7 +50,7 @@ func (t *turn) emit(ctx workflow.Context, typ, key string, card *results.Card) {
 		})
 		// Waiting for the start, not the delivery: once started the child
 		// outlives the turn.
-		err := workflow.ExecuteChildWorkflow(cctx, webhook.DeliveryWorkflowName, e).GetChildWorkflowExecution().Get(ctx, nil)
+		err := workflow.ExecuteChildWorkflow(cctx, DeliveryWorkflowName, e).GetChildWorkflowExecution().Get(ctx, nil)
 		if err != nil {
 			workflow.GetLogger(ctx).Warn("Webhook delivery not started", "event", e.ID, "error", err)
 		}

@@ -28,7 +28,7 @@ func (d *delivered) deliver(_ context.Context, e webhook.Event) error {
 
 func withWebhooks(h *harness) *delivered {
 	d := &delivered{}
-	h.env.RegisterWorkflowWithOptions(webhook.DeliveryWorkflow, workflow.RegisterOptions{Name: webhook.DeliveryWorkflowName})
+	h.env.RegisterWorkflowWithOptions(DeliveryWorkflow, workflow.RegisterOptions{Name: DeliveryWorkflowName})
 	h.env.RegisterActivityWithOptions(d.deliver, activity.RegisterOptions{Name: webhook.DeliverName})
 	return d
 }

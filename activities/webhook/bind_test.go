@@ -1,23 +1,19 @@
 package webhook_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities/webhook"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 )
 
-// A link names the run of the turn it was made in, so
-// the gateway can refuse it for another run under the same turn id.
+// A link names the run of the turn it was made in, so the gateway can
+// refuse it for another run under the same turn id.
 func TestLinksCarryTheTurnsRun(t *testing.T) {
-	signer, err := links.NewSigner(linkSecret)
+	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
 	rcv := newReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}, Links: signer, GatewayURL: "https://tollgate.example.com"}))
@@ -29,7 +25,7 @@ func TestLinksCarryTheTurnsRun(t *testing.T) {
 	require.NotNil(t, l)
 	for _, u := range []string{l.Approve, l.Deny} {
 		token := u[strings.LastIndexByte(u, '/')+1:]
-		c, err := signer.Verify(token, eventAt)
+		c, err := signer.VerifyLink(token, eventAt)
 		require.NoError(t, err)
 		require.Equal(t, "run-of-turn-1", c.Run)
 	}
@@ -44,27 +40,4 @@ func TestLinksCarryTheTurnsRun(t *testing.T) {
 	p := verify(t, rcv.deliveries()[1])
 	require.Nil(t, p.Data.Links)
 	require.Equal(t, "call_1", p.Data.Card.CallID)
-}
-
-// The delivery workflow names the run of the turn that started it.
-func TestDeliveryWorkflowNamesTheParentRun(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	var got webhook.Event
-	env.RegisterActivityWithOptions(func(_ context.Context, e webhook.Event) error {
-		got = e
-		return nil
-	}, activity.RegisterOptions{Name: webhook.DeliverName})
-	env.RegisterWorkflowWithOptions(webhook.DeliveryWorkflow, workflow.RegisterOptions{Name: webhook.DeliveryWorkflowName})
-	var parentRun string
-	env.ExecuteWorkflow(func(ctx workflow.Context) error {
-		parentRun = workflow.GetInfo(ctx).WorkflowExecution.RunID
-		e := waitingEvent()
-		e.Run = ""
-		e.Card = pendingCard()
-		return workflow.ExecuteChildWorkflow(ctx, webhook.DeliveryWorkflowName, e).Get(ctx, nil)
-	})
-	require.NoError(t, env.GetWorkflowError())
-	require.NotEmpty(t, parentRun)
-	require.Equal(t, parentRun, got.Run)
 }

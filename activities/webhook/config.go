@@ -10,10 +10,8 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/workflow"
 
-	"github.com/tollgate-dev/tollgate/connections/oauth"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 )
 
 // Environment variables FromEnv reads.
@@ -30,14 +28,12 @@ const (
 // test environments have it).
 type Registry interface {
 	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
-	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
 }
 
-// Register registers Deliver as DeliverName and DeliveryWorkflow as
-// DeliveryWorkflowName.
+// Register registers Deliver as DeliverName. The workflow that runs it,
+// workflows.DeliveryWorkflow, is registered with the other workflows.
 func (d *Deliverer) Register(r Registry) {
 	r.RegisterActivityWithOptions(d.Deliver, activity.RegisterOptions{Name: DeliverName})
-	r.RegisterWorkflowWithOptions(DeliveryWorkflow, workflow.RegisterOptions{Name: DeliveryWorkflowName})
 }
 
 // LoadSecret reads a Standard Webhooks secret from path: "whsec_" and the
@@ -76,8 +72,8 @@ func LoadSecret(path string) ([]byte, error) {
 //     webhooks off (Options.URLs is empty, and New would refuse it).
 //   - TOLLGATE_WEBHOOK_SECRET_FILE: the signing secret (see LoadSecret);
 //     required with URLs, since unsigned events cannot be trusted.
-//   - TOLLGATE_LINK_SECRET_FILE: the one-click link secret (see
-//     links.LoadSecret); when set, call.waiting events carry links.
+//   - TOLLGATE_LINK_SECRET_FILE: the link secret (see
+//     signedtoken.LoadSecret); when set, call.waiting events carry links.
 //   - TOLLGATE_GATEWAY_URL: the gateway's public base URL; required with
 //     both URLs and a link secret.
 func FromEnv(getenv func(string) string) (Options, error) {
@@ -93,15 +89,11 @@ func FromEnv(getenv func(string) string) (Options, error) {
 		}
 	}
 	if path := getenv(EnvLinkSecretFile); path != "" {
-		key, err := links.LoadSecret(path)
+		key, err := signedtoken.LoadSecret(path)
 		if err != nil {
 			return Options{}, fmt.Errorf("%s: %w", EnvLinkSecretFile, err)
 		}
-		if o.Links, err = links.NewSigner(key); err != nil {
-			return Options{}, fmt.Errorf("%s: %w", EnvLinkSecretFile, err)
-		}
-		// The same secret signs connect links, under its own label.
-		if o.Connect, err = oauth.NewSigner(key); err != nil {
+		if o.Links, err = signedtoken.NewSigner(key); err != nil {
 			return Options{}, fmt.Errorf("%s: %w", EnvLinkSecretFile, err)
 		}
 	}

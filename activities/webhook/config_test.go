@@ -102,7 +102,7 @@ func TestFromEnv(t *testing.T) {
 		},
 		"short link secret": {
 			map[string]string{webhook.EnvLinkSecretFile: writeFile(t, "short-link", "tooshort")},
-			"TOLLGATE_LINK_SECRET_FILE: links: the secret in",
+			"TOLLGATE_LINK_SECRET_FILE: the secret in",
 		},
 		"links without gateway": {
 			map[string]string{webhook.EnvURLs: "https://a.example", webhook.EnvSecretFile: whsec, webhook.EnvLinkSecretFile: linkFile},

@@ -9,17 +9,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/activities/webhook"
-	"github.com/tollgate-dev/tollgate/connections/oauth"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
 // A call waiting for a connection gets a connect link for its user and
 // provider, the same on every delivery, and no approve/deny links.
 func TestWaitingConnectionCarriesAConnectLink(t *testing.T) {
-	signer, err := oauth.NewSigner(linkSecret)
+	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
 	rcv := newReceiver(t)
-	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}, Connect: signer, GatewayURL: "https://tollgate.example.com"}))
+	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}, Links: signer, GatewayURL: "https://tollgate.example.com"}))
 	e := waitingEvent()
 	e.User = "alice"
 	e.Card = &results.Card{
@@ -38,9 +38,9 @@ func TestWaitingConnectionCarriesAConnectLink(t *testing.T) {
 	require.Equal(t, l, verify(t, got[1]).Data.Links)
 	token, ok := strings.CutPrefix(l.Connect, "https://tollgate.example.com/v1/connect/")
 	require.True(t, ok, l.Connect)
-	c, err := signer.Verify(oauth.KindConnect, token, eventAt.Add(time.Hour))
+	c, err := signer.VerifyConnect(token, eventAt.Add(time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, oauth.Claims{Turn: "turn-1", Call: "call_3", User: "alice", Provider: "github", Expires: eventAt.Add(webhook.DefaultLinkTTL), ID: c.ID}, c)
-	_, err = signer.Verify(oauth.KindState, token, eventAt)
-	require.ErrorIs(t, err, oauth.ErrTampered, "a connect link is not a state")
+	require.Equal(t, signedtoken.ConnectClaims{Turn: "turn-1", Call: "call_3", User: "alice", Provider: "github", Expires: eventAt.Add(webhook.DefaultLinkTTL), ID: c.ID}, c)
+	_, err = signer.VerifyState(token, eventAt)
+	require.ErrorIs(t, err, signedtoken.ErrTampered, "a connect link is not a state")
 }

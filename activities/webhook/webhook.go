@@ -4,8 +4,9 @@
 //
 // Delivery is an activity, so Temporal's retry policy makes it durable: a
 // receiver that is down for hours gets the event when it comes back, under
-// the same webhook-id it would have had the first time. The workflow builds
-// the Event (with a deterministic ID); Deliver signs and sends it.
+// the same webhook-id it would have had the first time. The turn builds
+// the Event (with a deterministic ID) and starts workflows.DeliveryWorkflow
+// for it; Deliver signs and sends it.
 package webhook
 
 import (
@@ -32,8 +33,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/tollgate-dev/tollgate/connections/oauth"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -90,9 +90,10 @@ type Event struct {
 	Type string `json:"type"`
 	Turn string `json:"turn_id"`
 	// Run is the run id of the turn's execution that emitted the event;
-	// DeliveryWorkflow fills it from its parent when the workflow did
-	// not. A call.waiting event's links are bound to it (links.Claims.Run),
-	// and an event without it (scheduled before it existed) carries none.
+	// workflows.DeliveryWorkflow fills it from its parent when the
+	// workflow did not. A call.waiting event's links are bound to it
+	// (signedtoken.LinkClaims.Run), and an event without it (scheduled
+	// before it existed) carries none.
 	Run    string        `json:"run_id,omitempty"`
 	User   string        `json:"user,omitempty"`
 	Card   *results.Card `json:"card,omitempty"`   // call.waiting, call.decided
@@ -146,28 +147,30 @@ type Payload struct {
 type Data struct {
 	Turn string `json:"turn_id"`
 	// Run is the run id of the turn's execution that emitted the event;
-	// DeliveryWorkflow fills it from its parent when the workflow did
-	// not. A call.waiting event's links are bound to it (links.Claims.Run),
-	// and an event without it (scheduled before it existed) carries none.
+	// workflows.DeliveryWorkflow fills it from its parent when the
+	// workflow did not. A call.waiting event's links are bound to it
+	// (signedtoken.LinkClaims.Run), and an event without it (scheduled
+	// before it existed) carries none.
 	Run    string        `json:"run_id,omitempty"`
 	User   string        `json:"user,omitempty"`
 	Card   *results.Card `json:"card,omitempty"`
 	Status string        `json:"status,omitempty"`
 	Text   string        `json:"text,omitempty"`
-	// Links are set on call.waiting for a call pending approval when the
-	// deliverer has a link signer.
+	// Links are set on call.waiting, for a call pending approval or
+	// waiting for a connection, when the deliverer has a link signer.
 	Links *Links `json:"links,omitempty"`
 }
 
-// Links are signed one-click decision URLs (see gateway/links): GET shows a
+// Links are the signed gateway URLs of a call.waiting event. Approve and
+// Deny are one-click decisions (GET /v1/links/{token}): GET shows a
 // confirmation page, its POST applies the decision.
 type Links struct {
 	Approve string `json:"approve,omitempty"`
 	Deny    string `json:"deny,omitempty"`
-	// Connect is set on call.waiting for a call waiting for a connection
-	// when the deliverer has a connect signer: the gateway page that
-	// starts the provider's OAuth flow (GET /v1/connect/{token}). It works
-	// only for the call's user, signed in to the gateway.
+	// Connect is set on call.waiting for a call of a user waiting for a
+	// connection: the gateway page that starts the provider's OAuth flow
+	// (GET /v1/connect/{token}). It works only for the call's user,
+	// signed in to the gateway.
 	Connect string `json:"connect,omitempty"`
 }
 
@@ -177,16 +180,14 @@ type Options struct {
 	URLs []string
 	// Secret signs events (Standard Webhooks); receivers verify with it.
 	Secret []byte
-	// Links signs the approve/deny links of call.waiting events; nil sends
-	// events without links.
-	Links *links.Signer
-	// GatewayURL is the base of the links: <GatewayURL>/v1/links/<token>.
-	// Required with Links.
+	// Links signs the links of call.waiting events, under the link secret
+	// the gateway verifies them with: approve/deny links for a call
+	// pending approval, a connect link for one waiting for a connection.
+	// Nil sends events without links.
+	Links *signedtoken.Signer
+	// GatewayURL is the base of the links: <GatewayURL>/v1/links/<token>
+	// and <GatewayURL>/v1/connect/<token>. Required with Links.
 	GatewayURL string
-	// Connect signs the connect links of call.waiting events for calls
-	// waiting for a connection (see gateway's ConnectOptions); nil sends
-	// none. It needs GatewayURL.
-	Connect *oauth.Signer
 	// LinkTTL is how long a link works after its event; DefaultLinkTTL if zero.
 	LinkTTL time.Duration
 	// LinkBy is the principal link decisions are recorded as; DefaultLinkBy
@@ -205,8 +206,7 @@ type Deliverer struct {
 	receivers []receiver
 	signer    *standardwebhooks.Webhook
 	secret    []byte
-	links     *links.Signer
-	connect   *oauth.Signer
+	links     *signedtoken.Signer
 	gateway   string
 	linkTTL   time.Duration
 	linkBy    string
@@ -238,7 +238,6 @@ func New(o Options) (*Deliverer, error) {
 	d := &Deliverer{
 		secret:  bytes.Clone(o.Secret),
 		links:   o.Links,
-		connect: o.Connect,
 		linkTTL: o.LinkTTL,
 		linkBy:  o.LinkBy,
 		timeout: o.Timeout,
@@ -259,7 +258,7 @@ func New(o Options) (*Deliverer, error) {
 		d.receivers = append(d.receivers, receiver{url: s, key: base64.RawURLEncoding.EncodeToString(sum[:12]), name: redact(u)})
 	}
 	d.signer, _ = standardwebhooks.NewWebhookRaw(d.secret) // never fails
-	if o.Links != nil || o.Connect != nil {
+	if o.Links != nil {
 		g, err := parseGateway(o.GatewayURL)
 		if err != nil {
 			return nil, fmt.Errorf("webhook: links need the gateway's URL: %w", err)
@@ -474,8 +473,8 @@ func (d *Deliverer) body(e Event) ([]byte, error) {
 		}
 		data.Links = l
 	}
-	if e.Type == TypeCallWaiting && e.Card.State == results.StateWaitingConnection && e.Card.Connection != nil && e.User != "" && d.connect != nil {
-		token, err := d.connect.Sign(oauth.KindConnect, oauth.Claims{
+	if e.Type == TypeCallWaiting && e.Card.State == results.StateWaitingConnection && e.Card.Connection != nil && e.User != "" && d.links != nil {
+		token, err := d.links.SignConnect(signedtoken.ConnectClaims{
 			Turn: e.Turn, Call: e.Card.CallID, User: e.User, Provider: e.Card.Connection.Provider,
 			Expires: e.At.Add(d.linkTTL), ID: d.linkID(e.ID, "connect"),
 		})
@@ -488,11 +487,11 @@ func (d *Deliverer) body(e Event) ([]byte, error) {
 }
 
 func (d *Deliverer) makeLinks(e Event) (*Links, error) {
-	claims := links.Claims{
+	claims := signedtoken.LinkClaims{
 		Turn:     e.Turn,
 		Run:      e.Run,
 		Call:     e.Card.CallID,
-		ArgsHash: links.ArgsHash(e.Card.EffectiveArguments()),
+		ArgsHash: signedtoken.ArgsHash(e.Card.EffectiveArguments()),
 		By:       d.linkBy,
 		// From the event's time, not the attempt's: a link should not
 		// live longer because its receiver was down.
@@ -506,7 +505,7 @@ func (d *Deliverer) makeLinks(e Event) (*Links, error) {
 		c := claims
 		c.Decision = k.kind
 		c.ID = d.linkID(e.ID, k.kind)
-		token, err := d.links.Sign(c)
+		token, err := d.links.SignLink(c)
 		if err != nil {
 			return nil, fmt.Errorf("signing the %s link: %w", k.kind, err)
 		}

@@ -19,10 +19,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities/webhook"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -158,7 +157,7 @@ func TestSignatureVerifiesWithSpecLibrary(t *testing.T) {
 }
 
 func TestWaitingEventLinksVerifyAndCarryTheCall(t *testing.T) {
-	signer, err := links.NewSigner(linkSecret)
+	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
 	rcv := newReceiver(t)
 	d := deliverer(t, webhook.Options{
@@ -177,20 +176,20 @@ func TestWaitingEventLinksVerifyAndCarryTheCall(t *testing.T) {
 	require.NotNil(t, p.Data.Links)
 	require.Equal(t, p.Data.Links, verify(t, got[1]).Data.Links, "a redelivery carries the same links, so the first click wins everywhere")
 
-	claims := map[results.DecisionKind]links.Claims{}
+	claims := map[results.DecisionKind]signedtoken.LinkClaims{}
 	for kind, u := range map[results.DecisionKind]string{results.DecisionApprove: p.Data.Links.Approve, results.DecisionDeny: p.Data.Links.Deny} {
 		token, ok := strings.CutPrefix(u, "https://tollgate.example.com/v1/links/")
 		require.True(t, ok, u)
-		c, err := signer.Verify(token, eventAt.Add(time.Hour))
+		c, err := signer.VerifyLink(token, eventAt.Add(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, "turn-1", c.Turn)
 		require.Equal(t, "call_1", c.Call)
 		require.Equal(t, kind, c.Decision)
-		require.Equal(t, links.ArgsHash(json.RawMessage(`{"path":"a.txt","content":"new"}`)), c.ArgsHash, "bound to the edited arguments the tool would run with")
+		require.Equal(t, signedtoken.ArgsHash(json.RawMessage(`{"path":"a.txt","content":"new"}`)), c.ArgsHash, "bound to the edited arguments the tool would run with")
 		require.Equal(t, webhook.DefaultLinkBy, c.By)
 		require.Equal(t, eventAt.Add(2*time.Hour), c.Expires, "expiry counts from the event, not the delivery")
-		_, err = signer.Verify(token, eventAt.Add(2*time.Hour))
-		require.ErrorIs(t, err, links.ErrExpired)
+		_, err = signer.VerifyLink(token, eventAt.Add(2*time.Hour))
+		require.ErrorIs(t, err, signedtoken.ErrExpired)
 		claims[kind] = c
 	}
 	require.NotEqual(t, claims[results.DecisionApprove].UpdateID(), claims[results.DecisionDeny].UpdateID())
@@ -201,13 +200,13 @@ func TestWaitingEventLinksVerifyAndCarryTheCall(t *testing.T) {
 	require.NoError(t, err)
 	again := verify(t, rcv.deliveries()[2]).Data.Links
 	token, _ := strings.CutPrefix(again.Approve, "https://tollgate.example.com/v1/links/")
-	c, err := signer.Verify(token, eventAt)
+	c, err := signer.VerifyLink(token, eventAt)
 	require.NoError(t, err)
 	require.NotEqual(t, claims[results.DecisionApprove].ID, c.ID)
 }
 
 func TestLinksOnlyForApprovals(t *testing.T) {
-	signer, err := links.NewSigner(linkSecret)
+	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
 	rcv := newReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}, Links: signer, GatewayURL: "http://127.0.0.1:8080"}))
@@ -252,53 +251,6 @@ func TestTurnEndedIsBoundedAndKeepsOperatorDetail(t *testing.T) {
 	require.NotContains(t, string(got.body), "10.0.0.3")
 	require.Equal(t, "ref-7", verify(t, got).Data.Card.Failure.Ref)
 	require.Equal(t, "dial tcp 10.0.0.3:5432: connection refused", failed.Card.Failure.Detail, "the caller's card is not modified")
-}
-
-// deliverWorkflow runs DeliveryWorkflow on the test suite, retries and
-// heartbeat details included, as a worker would.
-func deliverWorkflow(t *testing.T, d *webhook.Deliverer, e webhook.Event) error {
-	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	d.Register(env)
-	env.ExecuteWorkflow(webhook.DeliveryWorkflowName, e)
-	require.True(t, env.IsWorkflowCompleted())
-	return env.GetWorkflowError()
-}
-
-func TestReceiverDownThreeTimesGetsTheFourthAttempt(t *testing.T) {
-	rcv := newReceiver(t, http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusBadGateway)
-	require.NoError(t, deliverWorkflow(t, deliverer(t, webhook.Options{URLs: []string{rcv.URL}}), waitingEvent()))
-
-	got := rcv.deliveries()
-	require.Len(t, got, 4)
-	for _, d := range got {
-		require.Equal(t, "turn-1/call.waiting/call_1/1", d.header.Get("webhook-id"), "receivers drop duplicates by this id")
-		require.Equal(t, got[0].body, d.body)
-		verify(t, d)
-	}
-}
-
-func TestGoodReceiverIsNotDeliveredTwice(t *testing.T) {
-	good := newReceiver(t)
-	flaky := newReceiver(t, http.StatusInternalServerError, http.StatusTooManyRequests)
-	d := deliverer(t, webhook.Options{URLs: []string{good.URL, flaky.URL}})
-	require.NoError(t, deliverWorkflow(t, d, waitingEvent()))
-	require.Len(t, good.deliveries(), 1)
-	require.Len(t, flaky.deliveries(), 3)
-}
-
-func TestReceiverGoneStopsOnlyItself(t *testing.T) {
-	good := newReceiver(t, http.StatusInternalServerError)
-	gone := newReceiver(t, http.StatusGone)
-	d := deliverer(t, webhook.Options{URLs: []string{good.URL, gone.URL}})
-	err := deliverWorkflow(t, d, waitingEvent())
-	require.Len(t, good.deliveries(), 2, "the other receiver still gets its retry")
-	require.Len(t, gone.deliveries(), 1, "a receiver that answered 410 is not asked again")
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(err, &appErr), "%v", err)
-	require.Equal(t, webhook.ErrTypeReceiverGone, appErr.Type())
-	require.Contains(t, appErr.Error(), "410 Gone")
 }
 
 func TestRedirectsAreNotFollowed(t *testing.T) {
@@ -410,7 +362,7 @@ func TestBadEventsAreNotRetried(t *testing.T) {
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
-	signer, err := links.NewSigner(linkSecret)
+	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
 	for name, tc := range map[string]struct {
 		o    webhook.Options
@@ -432,38 +384,4 @@ func TestNewRefusesBadOptions(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-}
-
-func TestReceiverDownForAnHourGetsTheEvent(t *testing.T) {
-	// ActivityOptions back off from 5s to every 10 minutes: 12 failures
-	// span more than an hour of workflow time, well inside the day the
-	// policy retries for. The test suite caps attempts at 10 when a policy
-	// sets no maximum (production's is unlimited), so this workflow lifts
-	// that cap and changes nothing else.
-	failures := make([]int, 12)
-	for i := range failures {
-		failures[i] = http.StatusBadGateway
-	}
-	rcv := newReceiver(t, failures...)
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	d := deliverer(t, webhook.Options{URLs: []string{rcv.URL}})
-	env.RegisterActivityWithOptions(d.Deliver, activity.RegisterOptions{Name: webhook.DeliverName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, e webhook.Event) error {
-		o := webhook.ActivityOptions()
-		p := *o.RetryPolicy
-		p.MaximumAttempts = 100
-		o.RetryPolicy = &p
-		ctx = workflow.WithActivityOptions(ctx, o)
-		return workflow.ExecuteActivity(ctx, webhook.DeliverName, e).Get(ctx, nil)
-	}, workflow.RegisterOptions{Name: "uncapped"})
-	start := env.Now()
-	env.ExecuteWorkflow("uncapped", waitingEvent())
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	require.Len(t, rcv.deliveries(), 13)
-	elapsed := env.Now().Sub(start)
-	require.Greater(t, elapsed, time.Hour)
-	require.Less(t, elapsed, 2*time.Hour, "retries keep coming every 10 minutes")
-	t.Logf("delivered on attempt 13 after %s of workflow time", elapsed)
 }

@@ -5,14 +5,14 @@ import (
 
 	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway"
-	"github.com/tollgate-dev/tollgate/gateway/links"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 )
 
-// connectOptions turns the OAuth connect flow on: the providers file, the
-// workers' connection store in the data directory (sealed with the
+// connectOptions turns the OAuth connect flow on: the providers file and
+// the workers' connection store in the data directory (sealed with the
 // payload codec's keys when TOLLGATE_CODEC_KEYS_FILE is set, as the
-// workers seal it), and the link secret, which signs connect links too.
+// workers seal it). The link secret, which must be set, signs connect
+// links and states too.
 func connectOptions(ctx context.Context, providersFile, linkSecret, dataDir string, getenv func(string) string) (*gateway.ConnectOptions, error) {
 	if providersFile == "" {
 		return nil, nil
@@ -28,13 +28,5 @@ func connectOptions(ctx context.Context, providersFile, linkSecret, dataDir stri
 	if err != nil {
 		return nil, err
 	}
-	secret, err := links.LoadSecret(linkSecret)
-	if err != nil {
-		return nil, err
-	}
-	signer, err := oauth.NewSigner(secret)
-	if err != nil {
-		return nil, err
-	}
-	return &gateway.ConnectOptions{Providers: ps, Store: store, Signer: signer, PublicURL: getenv("TOLLGATE_GATEWAY_URL")}, nil
+	return &gateway.ConnectOptions{Providers: ps, Store: store, PublicURL: getenv("TOLLGATE_GATEWAY_URL")}, nil
 }

@@ -23,8 +23,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
-	"github.com/tollgate-dev/tollgate/gateway/links"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/internal/telemetry"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -127,7 +127,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	fs.StringVar(&f.listen, "listen", or(getenv("TOLLGATE_GATEWAY_LISTEN"), "127.0.0.1:8080"), "`address` to serve on (TOLLGATE_GATEWAY_LISTEN)")
 	fs.StringVar(&f.hosts, "hosts", getenv("TOLLGATE_GATEWAY_HOSTS"), "comma-separated host `names` browsers reach the gateway by, such as its public name behind a proxy; when set (always with --dev), requests naming any other Host, besides the listen address and localhost on its port, get 421, which stops DNS rebinding (TOLLGATE_GATEWAY_HOSTS; TOLLGATE_GATEWAY_URL's host joins them)")
 	fs.StringVar(&f.keys, "keys", getenv("TOLLGATE_GATEWAY_KEYS"), "API keys `file` (TOLLGATE_GATEWAY_KEYS); see `gateway keys add`")
-	fs.StringVar(&f.linkSecret, "link-secret-file", getenv("TOLLGATE_LINK_SECRET_FILE"), "`file` with the secret one-click links are signed with; unset turns /v1/links off (TOLLGATE_LINK_SECRET_FILE)")
+	fs.StringVar(&f.linkSecret, "link-secret-file", getenv("TOLLGATE_LINK_SECRET_FILE"), "`file` with the secret one-click links, connect links and sign-in states are signed with; unset turns /v1/links off (TOLLGATE_LINK_SECRET_FILE)")
 	fs.StringVar(&f.oauthProviders, "oauth-providers", getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file`: turns on the connect flow (/v1/connect, /v1/oauth/callback, DELETE /v1/connections); needs --link-secret-file and the workers' --data (TOLLGATE_OAUTH_PROVIDERS)")
 	fs.StringVar(&f.sessionSecret, "session-secret-file", getenv("TOLLGATE_GATEWAY_SESSION_SECRET_FILE"), "`file` with the secret inbox sessions are signed with; unset generates one per process, so a restart signs everyone out (TOLLGATE_GATEWAY_SESSION_SECRET_FILE)")
 	fs.StringVar(&f.tlsCert, "tls-cert", getenv("TOLLGATE_GATEWAY_TLS_CERT"), "serve HTTPS with this certificate `file` (TOLLGATE_GATEWAY_TLS_CERT)")
@@ -173,12 +173,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		opts.Keys = keys
 	}
 	if f.linkSecret != "" {
-		secret, err := links.LoadSecret(f.linkSecret)
+		secret, err := signedtoken.LoadSecret(f.linkSecret)
 		if err != nil {
-			return err
+			return fmt.Errorf("link secret: %w", err)
 		}
-		if opts.Links, err = links.NewSigner(secret); err != nil {
-			return err
+		if opts.Links, err = signedtoken.NewSigner(secret); err != nil {
+			return fmt.Errorf("link secret: %w", err)
 		}
 	}
 	connect, err := connectOptions(ctx, f.oauthProviders, f.linkSecret, f.dataDir, getenv)
@@ -187,7 +187,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	}
 	opts.Connect = connect
 	if f.sessionSecret != "" {
-		secret, err := links.LoadSecret(f.sessionSecret)
+		secret, err := signedtoken.LoadSecret(f.sessionSecret)
 		if err != nil {
 			return fmt.Errorf("session secret: %w", err)
 		}

@@ -5,7 +5,8 @@
 // revocation behind `DELETE /v1/connections/{provider}`.
 //
 // The client side is golang.org/x/oauth2. The signed tokens the flow
-// hands around (a connect link, the state parameter) are in signer.go.
+// hands around (a connect link, the state parameter) are
+// internal/signedtoken's, as the one-click links are.
 // Tokens never appear in an error of this package.
 package oauth
 

@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/tollgate-dev/tollgate/activities/webhook"
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -75,7 +75,7 @@ func TestOutsideSystemsFindAndHearOfWaitingTurns(t *testing.T) {
 	e := newEnv(t, "outside_search_webhooks")
 	secret := bytes.Repeat([]byte("s"), 32)
 	linkSecret := bytes.Repeat([]byte("l"), 32)
-	signer, err := links.NewSigner(linkSecret)
+	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
 	rcv, srv := newReceiver(t, secret)
 	e.searchAttributes = true
@@ -101,11 +101,11 @@ func TestOutsideSystemsFindAndHearOfWaitingTurns(t *testing.T) {
 	require.Equal(t, "w1", waiting.Data.Card.CallID)
 	require.NotNil(t, waiting.Data.Links)
 	token := lastPathElement(waiting.Data.Links.Approve)
-	claims, err := signer.Verify(token, waiting.Timestamp)
+	claims, err := signer.VerifyLink(token, waiting.Timestamp)
 	require.NoError(t, err)
 	require.Equal(t, run.GetID(), claims.Turn)
 	require.Equal(t, results.DecisionApprove, claims.Decision)
-	require.Equal(t, links.ArgsHash(waiting.Data.Card.EffectiveArguments()), claims.ArgsHash)
+	require.Equal(t, signedtoken.ArgsHash(waiting.Data.Card.EffectiveArguments()), claims.ArgsHash)
 
 	_, err = respond(e.caller, run, workflows.Response{CallID: "w1", Decision: results.DecisionApprove, By: "ann"})
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package links_test
+package signedtoken_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-dev/tollgate/gateway/links"
+	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -22,34 +22,34 @@ var (
 	now  = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 )
 
-func claims() links.Claims {
-	return links.Claims{
+func claims() signedtoken.LinkClaims {
+	return signedtoken.LinkClaims{
 		Turn:     "turn-1",
 		Run:      "0195f7c1-5d5e-7b8a-9c3d-2e4f6a8b0c1d",
 		Call:     "call_1",
 		Decision: results.DecisionApprove,
-		ArgsHash: links.ArgsHash(json.RawMessage(`{"path":"a.txt"}`)),
+		ArgsHash: signedtoken.ArgsHash(json.RawMessage(`{"path":"a.txt"}`)),
 		By:       "email:ops@example.com",
 		Expires:  now.Add(time.Hour),
 	}
 }
 
-func signer(t *testing.T, keys ...[]byte) *links.Signer {
+func signer(t *testing.T, keys ...[]byte) *signedtoken.Signer {
 	t.Helper()
-	s, err := links.NewSigner(keys...)
+	s, err := signedtoken.NewSigner(keys...)
 	require.NoError(t, err)
 	return s
 }
 
-func TestRoundTrip(t *testing.T) {
+func TestLinkRoundTrip(t *testing.T) {
 	s := signer(t, keyA)
 	c := claims()
-	token, err := s.Sign(c)
+	token, err := s.SignLink(c)
 	require.NoError(t, err)
 	require.NotContains(t, token, "=", "tokens go into URL paths unescaped")
 	require.Regexp(t, `^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$`, token, "tokens go into URL paths unescaped")
 
-	got, err := s.Verify(token, now)
+	got, err := s.VerifyLink(token, now)
 	require.NoError(t, err)
 	require.Len(t, got.ID, 22, "16 random bytes in unpadded base64url")
 	c.ID = got.ID
@@ -57,62 +57,62 @@ func TestRoundTrip(t *testing.T) {
 	require.Equal(t, "link-"+got.ID, got.UpdateID())
 
 	// A second signing of the same claims is a different link.
-	other, err := s.Sign(claims())
+	other, err := s.SignLink(claims())
 	require.NoError(t, err)
-	got2, err := s.Verify(other, now)
+	got2, err := s.VerifyLink(other, now)
 	require.NoError(t, err)
 	require.NotEqual(t, got.ID, got2.ID)
 
 	// A caller-chosen id is kept (webhook deliveries derive theirs so a
 	// redelivery carries the same link).
 	c.ID = "fixed_id-1"
-	token, err = s.Sign(c)
+	token, err = s.SignLink(c)
 	require.NoError(t, err)
-	got, err = s.Verify(token, now)
+	got, err = s.VerifyLink(token, now)
 	require.NoError(t, err)
 	require.Equal(t, "fixed_id-1", got.ID)
 
 	// The expiry comes back in UTC whatever zone it was signed in.
 	c.Expires = now.Add(time.Hour).In(time.FixedZone("X", 3600))
-	token, err = s.Sign(c)
+	token, err = s.SignLink(c)
 	require.NoError(t, err)
-	got, err = s.Verify(token, now)
+	got, err = s.VerifyLink(token, now)
 	require.NoError(t, err)
 	require.True(t, got.Expires.Equal(c.Expires))
 	require.Equal(t, time.UTC, got.Expires.Location())
 }
 
-func TestSignRefusesBadClaims(t *testing.T) {
+func TestSignLinkRefusesBadClaims(t *testing.T) {
 	s := signer(t, keyA)
 	for name, tc := range map[string]struct {
-		edit func(*links.Claims)
+		edit func(*signedtoken.LinkClaims)
 		want string
 	}{
-		"no turn":       {func(c *links.Claims) { c.Turn = "" }, "needs a turn"},
-		"no run":        {func(c *links.Claims) { c.Run = "" }, "needs a run"},
-		"bad run":       {func(c *links.Claims) { c.Run = "\xff" }, "UTF-8"},
-		"no call":       {func(c *links.Claims) { c.Call = "" }, "needs a call"},
-		"no args hash":  {func(c *links.Claims) { c.ArgsHash = "" }, "arguments hash"},
-		"no principal":  {func(c *links.Claims) { c.By = "" }, "principal"},
-		"no expiry":     {func(c *links.Claims) { c.Expires = time.Time{} }, "expiry"},
-		"answer":        {func(c *links.Claims) { c.Decision = results.DecisionAnswer }, "only approve or deny"},
-		"empty kind":    {func(c *links.Claims) { c.Decision = "" }, "only approve or deny"},
-		"id with slash": {func(c *links.Claims) { c.ID = "a/b" }, "base64url"},
-		"huge field":    {func(c *links.Claims) { c.By = strings.Repeat("x", 1000) }, "at most"},
-		"bad utf8":      {func(c *links.Claims) { c.Turn = "\xff" }, "UTF-8"},
+		"no turn":       {func(c *signedtoken.LinkClaims) { c.Turn = "" }, "needs a turn"},
+		"no run":        {func(c *signedtoken.LinkClaims) { c.Run = "" }, "needs a run"},
+		"bad run":       {func(c *signedtoken.LinkClaims) { c.Run = "\xff" }, "UTF-8"},
+		"no call":       {func(c *signedtoken.LinkClaims) { c.Call = "" }, "needs a call"},
+		"no args hash":  {func(c *signedtoken.LinkClaims) { c.ArgsHash = "" }, "arguments hash"},
+		"no principal":  {func(c *signedtoken.LinkClaims) { c.By = "" }, "principal"},
+		"no expiry":     {func(c *signedtoken.LinkClaims) { c.Expires = time.Time{} }, "expiry"},
+		"answer":        {func(c *signedtoken.LinkClaims) { c.Decision = results.DecisionAnswer }, "only approve or deny"},
+		"empty kind":    {func(c *signedtoken.LinkClaims) { c.Decision = "" }, "only approve or deny"},
+		"id with slash": {func(c *signedtoken.LinkClaims) { c.ID = "a/b" }, "base64url"},
+		"huge field":    {func(c *signedtoken.LinkClaims) { c.By = strings.Repeat("x", 1000) }, "at most"},
+		"bad utf8":      {func(c *signedtoken.LinkClaims) { c.Turn = "\xff" }, "UTF-8"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := claims()
 			tc.edit(&c)
-			_, err := s.Sign(c)
+			_, err := s.SignLink(c)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
 }
 
-func TestVerifyRefusesTampering(t *testing.T) {
+func TestVerifyLinkRefusesTampering(t *testing.T) {
 	s := signer(t, keyA)
-	token, err := s.Sign(claims())
+	token, err := s.SignLink(claims())
 	require.NoError(t, err)
 	payload, sig, _ := strings.Cut(token, ".")
 
@@ -126,7 +126,7 @@ func TestVerifyRefusesTampering(t *testing.T) {
 	mac[7] ^= 1
 	flipped := base64.RawURLEncoding.EncodeToString(mac)
 
-	otherKey, err := signer(t, keyB).Sign(claims())
+	otherKey, err := signer(t, keyB).SignLink(claims())
 	require.NoError(t, err)
 
 	for name, bad := range map[string]string{
@@ -147,17 +147,17 @@ func TestVerifyRefusesTampering(t *testing.T) {
 		"unsigned plaintext": base64.RawURLEncoding.EncodeToString(raw),
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, err := s.Verify(bad, now)
-			require.ErrorIs(t, err, links.ErrTampered)
-			require.NotErrorIs(t, err, links.ErrExpired)
+			c, err := s.VerifyLink(bad, now)
+			require.ErrorIs(t, err, signedtoken.ErrTampered)
+			require.NotErrorIs(t, err, signedtoken.ErrExpired)
 			require.Zero(t, c, "no claims from an untrusted token")
 		})
 	}
 }
 
-func TestVerifyRefusesSignedButInvalidClaims(t *testing.T) {
-	// A MAC over claims Sign would refuse: only a signer bug or a leaked
-	// key makes one, and Verify refuses it all the same.
+func TestVerifyLinkRefusesSignedButInvalidClaims(t *testing.T) {
+	// A MAC over claims SignLink would refuse: only a signer bug or a
+	// leaked key makes one, and VerifyLink refuses it all the same.
 	for name, payload := range map[string]string{
 		"answer decision": `{"t":"t","r":"r","c":"c","d":"answer","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x"}`,
 		"unknown field":   `{"t":"t","r":"r","c":"c","d":"approve","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x","admin":true}`,
@@ -165,74 +165,74 @@ func TestVerifyRefusesSignedButInvalidClaims(t *testing.T) {
 		"not json":        `approve everything`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			token := links.SignRaw(keyA, []byte(payload))
-			_, err := signer(t, keyA).Verify(token, now)
-			require.ErrorIs(t, err, links.ErrTampered)
+			token := signer(t, keyA).SealLinkRaw([]byte(payload))
+			_, err := signer(t, keyA).VerifyLink(token, now)
+			require.ErrorIs(t, err, signedtoken.ErrTampered)
 		})
 	}
 }
 
-func TestVerifyRefusesExpired(t *testing.T) {
+func TestVerifyLinkRefusesExpired(t *testing.T) {
 	s := signer(t, keyA)
-	token, err := s.Sign(claims())
+	token, err := s.SignLink(claims())
 	require.NoError(t, err)
 
-	_, err = s.Verify(token, now.Add(time.Hour-time.Nanosecond))
+	_, err = s.VerifyLink(token, now.Add(time.Hour-time.Nanosecond))
 	require.NoError(t, err)
 	for _, at := range []time.Time{now.Add(time.Hour), now.Add(48 * time.Hour)} {
-		c, err := s.Verify(token, at)
-		require.ErrorIs(t, err, links.ErrExpired)
-		require.NotErrorIs(t, err, links.ErrTampered)
+		c, err := s.VerifyLink(token, at)
+		require.ErrorIs(t, err, signedtoken.ErrExpired)
+		require.NotErrorIs(t, err, signedtoken.ErrTampered)
 		require.Zero(t, c)
 	}
 }
 
 func TestRotation(t *testing.T) {
 	old := signer(t, keyA)
-	oldToken, err := old.Sign(claims())
+	oldToken, err := old.SignLink(claims())
 	require.NoError(t, err)
 
 	rotated := signer(t, keyB, keyA)
-	_, err = rotated.Verify(oldToken, now)
+	_, err = rotated.VerifyLink(oldToken, now)
 	require.NoError(t, err, "links signed before the rotation still work")
 
-	newToken, err := rotated.Sign(claims())
+	newToken, err := rotated.SignLink(claims())
 	require.NoError(t, err)
-	_, err = signer(t, keyB).Verify(newToken, now)
+	_, err = signer(t, keyB).VerifyLink(newToken, now)
 	require.NoError(t, err, "the first secret signs")
-	_, err = old.Verify(newToken, now)
-	require.ErrorIs(t, err, links.ErrTampered, "a signer without the new secret refuses")
+	_, err = old.VerifyLink(newToken, now)
+	require.ErrorIs(t, err, signedtoken.ErrTampered, "a signer without the new secret refuses")
 
 	retired := signer(t, keyB)
-	_, err = retired.Verify(oldToken, now)
-	require.ErrorIs(t, err, links.ErrTampered, "dropping the old secret revokes its links")
+	_, err = retired.VerifyLink(oldToken, now)
+	require.ErrorIs(t, err, signedtoken.ErrTampered, "dropping the old secret revokes its links")
 }
 
 func TestNewSignerRefusesShortSecrets(t *testing.T) {
-	_, err := links.NewSigner()
+	_, err := signedtoken.NewSigner()
 	require.ErrorContains(t, err, "at least one secret")
-	_, err = links.NewSigner(keyA, []byte("short"))
+	_, err = signedtoken.NewSigner(keyA, []byte("short"))
 	require.ErrorContains(t, err, "secret 2 is 5 bytes; at least 32")
 
 	// The signer keeps its own copy: a caller reusing its buffer does not
 	// change the key.
 	k := bytes.Clone(keyA)
 	s := signer(t, k)
-	token, err := s.Sign(claims())
+	token, err := s.SignLink(claims())
 	require.NoError(t, err)
 	k[0] = 'z'
-	_, err = s.Verify(token, now)
+	_, err = s.VerifyLink(token, now)
 	require.NoError(t, err)
 }
 
 func TestArgsHashIgnoresWhitespace(t *testing.T) {
-	a := links.ArgsHash(json.RawMessage(`{"path":"a.txt","content":"x y"}`))
-	require.Equal(t, a, links.ArgsHash(json.RawMessage("{ \"path\" : \"a.txt\",\n  \"content\": \"x y\" }\n")))
-	require.NotEqual(t, a, links.ArgsHash(json.RawMessage(`{"path":"a.txt","content":"xy"}`)), "space inside strings matters")
-	require.NotEqual(t, a, links.ArgsHash(json.RawMessage(`{"path":"b.txt","content":"x y"}`)))
-	require.NotEqual(t, a, links.ArgsHash(json.RawMessage(`{"content":"x y","path":"a.txt"}`)), "key order is what the tool sees")
+	a := signedtoken.ArgsHash(json.RawMessage(`{"path":"a.txt","content":"x y"}`))
+	require.Equal(t, a, signedtoken.ArgsHash(json.RawMessage("{ \"path\" : \"a.txt\",\n  \"content\": \"x y\" }\n")))
+	require.NotEqual(t, a, signedtoken.ArgsHash(json.RawMessage(`{"path":"a.txt","content":"xy"}`)), "space inside strings matters")
+	require.NotEqual(t, a, signedtoken.ArgsHash(json.RawMessage(`{"path":"b.txt","content":"x y"}`)))
+	require.NotEqual(t, a, signedtoken.ArgsHash(json.RawMessage(`{"content":"x y","path":"a.txt"}`)), "key order is what the tool sees")
 	require.Len(t, a, 43)
-	require.Equal(t, links.ArgsHash(nil), links.ArgsHash(json.RawMessage("")))
+	require.Equal(t, signedtoken.ArgsHash(nil), signedtoken.ArgsHash(json.RawMessage("")))
 }
 
 func TestLoadSecret(t *testing.T) {
@@ -257,52 +257,37 @@ func TestLoadSecret(t *testing.T) {
 		"long passphrase":     {[]byte("correct horse battery staple, fence, lamp\n"), []byte("correct horse battery staple, fence, lamp")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := links.LoadSecret(write(name, tc.data))
+			got, err := signedtoken.LoadSecret(write(name, tc.data))
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
-			_, err = links.NewSigner(got)
+			_, err = signedtoken.NewSigner(got)
 			require.NoError(t, err)
 		})
 	}
 
-	_, err := links.LoadSecret(write("short", []byte(base64.StdEncoding.EncodeToString(random[:16]))))
+	_, err := signedtoken.LoadSecret(write("short", []byte(base64.StdEncoding.EncodeToString(random[:16]))))
 	require.ErrorContains(t, err, "at least 32")
-	_, err = links.LoadSecret(write("empty", nil))
+	_, err = signedtoken.LoadSecret(write("empty", nil))
 	require.ErrorContains(t, err, "is 0 bytes")
-	_, err = links.LoadSecret(write("big", bytes.Repeat([]byte("x"), 5000)))
+	_, err = signedtoken.LoadSecret(write("big", bytes.Repeat([]byte("x"), 5000)))
 	require.ErrorContains(t, err, "over 4096 bytes")
-	_, err = links.LoadSecret(filepath.Join(dir, "missing"))
+	_, err = signedtoken.LoadSecret(filepath.Join(dir, "missing"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
-// A link sent by email before a change of this code must still work
-// after it: the token format is fixed.
-func TestTokenFormatIsStable(t *testing.T) {
-	s, err := links.NewSigner([]byte(strings.Repeat("k", 32)))
-	require.NoError(t, err)
-	c := links.Claims{Turn: "t", Run: "r", Call: "c", Decision: "approve", ArgsHash: "h", By: "b", Expires: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), ID: "abc"}
-	const sent = "eyJ0IjoidCIsInIiOiJyIiwiYyI6ImMiLCJkIjoiYXBwcm92ZSIsImgiOiJoIiwiYiI6ImIiLCJlIjoiMjAzMC0wMS0wMVQwMDowMDowMFoiLCJpIjoiYWJjIn0.aBJSfyVPWUSJqrYZnrfE7288QyOglLwROinaGB71tFk"
-	tok, err := s.Sign(c)
-	require.NoError(t, err)
-	require.Equal(t, sent, tok)
-	got, err := s.Verify(sent, time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC))
-	require.NoError(t, err)
-	require.Equal(t, c, got)
-}
-
-// A token from before links named their run, authentic
-// and unexpired, is refused: it would decide for any turn that holds its
+// A token from before links named their run, authentic and unexpired,
+// is refused: it would decide for any turn that holds its
 // turn id when pressed, a re-created one included.
-func TestVerifyRefusesTokensWithoutARun(t *testing.T) {
-	s, err := links.NewSigner([]byte(strings.Repeat("k", 32)))
+func TestVerifyLinkRefusesTokensWithoutARun(t *testing.T) {
+	s, err := signedtoken.NewSigner([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
 	// Signed by the code before runs were named (the pinned token of then).
 	const old = "eyJ0IjoidCIsImMiOiJjIiwiZCI6ImFwcHJvdmUiLCJoIjoiaCIsImIiOiJiIiwiZSI6IjIwMzAtMDEtMDFUMDA6MDA6MDBaIiwiaSI6ImFiYyJ9.79xvjlp5wrRch2Wo7ZQfZmvq2LI1vZWVEjBOe8XIJOU"
-	c, err := s.Verify(old, time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC))
-	require.ErrorIs(t, err, links.ErrUnbound)
-	require.NotErrorIs(t, err, links.ErrTampered)
+	c, err := s.VerifyLink(old, time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC))
+	require.ErrorIs(t, err, signedtoken.ErrUnbound)
+	require.NotErrorIs(t, err, signedtoken.ErrTampered)
 	require.Zero(t, c)
 	// An old token that is also malformed is tampered, not old.
-	_, err = s.Verify(links.SignRaw([]byte(strings.Repeat("k", 32)), []byte(`{"t":"t","c":"c","d":"answer","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x"}`)), time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC))
-	require.ErrorIs(t, err, links.ErrTampered)
+	_, err = s.VerifyLink(s.SealLinkRaw([]byte(`{"t":"t","c":"c","d":"answer","h":"h","b":"b","e":"2030-01-01T00:00:00Z","i":"x"}`)), time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC))
+	require.ErrorIs(t, err, signedtoken.ErrTampered)
 }
