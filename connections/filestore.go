@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/storage/atomicfile"
+	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 )
 
 const (

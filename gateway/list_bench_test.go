@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/tollgate-dev/tollgate"
-	"github.com/tollgate-dev/tollgate/gateway/turnlist"
+	"github.com/tollgate-dev/tollgate/internal/turnlist"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 	"github.com/tollgate-dev/tollgate/replay"
-	"github.com/tollgate-dev/tollgate/storage/atomicfile"
 )
 
 func (c *cli) cmdHistory(ctx context.Context, args []string) error {

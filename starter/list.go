@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/tollgate-dev/tollgate/gateway/turnlist"
+	"github.com/tollgate-dev/tollgate/internal/turnlist"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 

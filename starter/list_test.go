@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-dev/tollgate/gateway/turnlist"
+	"github.com/tollgate-dev/tollgate/internal/turnlist"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 

@@ -19,8 +19,8 @@ import (
 	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
-	"github.com/tollgate-dev/tollgate/storage/atomicfile"
 )
 
 // devGateway is the HTTP gateway `worker --dev` serves beside the embedded

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/storage/atomicfile"
+	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 )
 
 // DefaultStateMaxAge is how long the record of a call waiting for an

@@ -20,7 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
-	"github.com/tollgate-dev/tollgate/gateway/turnlist"
+	"github.com/tollgate-dev/tollgate/internal/turnlist"
 	"github.com/tollgate-dev/tollgate/model/providers"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
