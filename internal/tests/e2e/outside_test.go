@@ -135,7 +135,8 @@ func TestATurnThatCannotStartReadsFailedEverywhere(t *testing.T) {
 	e.searchAttributes = true
 	e.webhooks = webhook.Options{URLs: []string{srv.URL}, Secret: secret}
 	e.startWorker()
-	const user = "setup-failed-ann"
+	// The package's tests share a server: the user is this run's alone.
+	user := "ann-" + e.tq
 	run := e.start(workflows.Input{Prompt: "Summarise", Model: e.script(reply("Never asked.")), Tools: []string{"write_file", "nope"}, User: user})
 	ctx, cancel := context.WithTimeout(context.Background(), resultTimeout)
 	defer cancel()
