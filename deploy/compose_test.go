@@ -169,31 +169,40 @@ func TestComposeVariables(t *testing.T) {
 		require.True(t, ok && tag != "" && tag != "latest", "service %s: image %q must name a pinned tag", name, image)
 		require.NotContains(t, ref+tag, "$", "service %s: image %q", name, image)
 	}
-	// admin-tools tags read <server>-tctl-<tctl>-cli-<cli>: the one beside
-	// the server must be published for that very server release.
-	require.True(t, strings.HasPrefix(vars["TEMPORAL_ADMINTOOLS_VERSION"], vars["TEMPORAL_VERSION"]+"-tctl-"),
-		"TEMPORAL_ADMINTOOLS_VERSION %q is not the admin-tools build of server %q", vars["TEMPORAL_ADMINTOOLS_VERSION"], vars["TEMPORAL_VERSION"])
-	tag := regexp.MustCompile(`^\d+\.\d+\.\d+-tctl-\d+\.\d+\.\d+-cli-(\d+\.\d+)\.\d+$`).FindStringSubmatch(vars["TEMPORAL_ADMINTOOLS_VERSION"])
-	require.NotNil(t, tag, "TEMPORAL_ADMINTOOLS_VERSION %q", vars["TEMPORAL_ADMINTOOLS_VERSION"])
-	// The scripts run with the admin-tools image's temporal CLI there and
-	// with the one bins.sh builds in the cluster test: the same minor
-	// release, so what the test proves holds in compose.
-	bins, err := os.ReadFile(filepath.Join(root, "internal", "tests", "cluster", "bins.sh"))
-	require.NoError(t, err)
-	tested := regexp.MustCompile(`(?m)^cli_version=v(\d+\.\d+)\.\d+$`).FindStringSubmatch(string(bins))
-	require.NotNil(t, tested, "bins.sh names the CLI version it builds")
-	require.Equal(t, tested[1], tag[1], "admin-tools carries temporal CLI %s.x, the cluster test runs the scripts with %s.x", tag[1], tested[1])
+}
+
+// TestComposeRunsTheTestedServer: compose runs the server, admin-tools and
+// UI releases that go.mod pins, the ones every test in this repository
+// runs in process, so what the tests prove is what compose runs.
+func TestComposeRunsTheTestedServer(t *testing.T) {
+	_, vars, _ := load(t)
+	server := moduleVersion(t, "go.temporal.io/server")
+	require.Equal(t, server, vars["TEMPORAL_VERSION"], "compose runs server %s, the tests server %s (go.mod)", vars["TEMPORAL_VERSION"], server)
+	require.Equal(t, server, vars["TEMPORAL_ADMINTOOLS_VERSION"], "admin-tools %s is not the build for server %s", vars["TEMPORAL_ADMINTOOLS_VERSION"], server)
+	ui := moduleVersion(t, "github.com/temporalio/ui-server/v2")
+	require.Equal(t, ui, vars["TEMPORAL_UI_VERSION"], "compose runs UI %s, the tests UI server %s (go.mod)", vars["TEMPORAL_UI_VERSION"], ui)
+}
+
+// moduleVersion is a module's version in go.mod, without its "v", as
+// image tags write it.
+func moduleVersion(t *testing.T, module string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module).Output()
+	require.NoError(t, err, "go list -m %s", module)
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
 }
 
 // TestComposeServerEnvironment: the server image fills its config from a
-// template; a variable the template does not read is silently ignored,
-// which is how the VISIBILITY_* names went wrong before.
+// template (the image runs `temporal-server start`, which loads the
+// template embedded in the server); a variable the template does not read
+// is silently ignored, which is how the VISIBILITY_* names went wrong
+// before.
 func TestComposeServerEnvironment(t *testing.T) {
 	c, _, _ := load(t)
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "go.temporal.io/server").Output()
 	require.NoError(t, err)
-	tmpl, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "config", "docker.yaml"))
-	require.NoError(t, err, "the server module's config template")
+	tmpl, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "common", "config", "config_template_embedded.yaml"))
+	require.NoError(t, err, "the server module's embedded config template")
 	read := map[string]bool{}
 	for _, m := range regexp.MustCompile(`env "([A-Z0-9_]+)"`).FindAllStringSubmatch(string(tmpl), -1) {
 		read[m[1]] = true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/blobstore"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -54,6 +58,9 @@ const rpcTimeout = 30 * time.Second
 type temporalTurns struct {
 	c                  client.Client
 	address, namespace string
+	// blobs names where this starter reads payloads stored outside
+	// history, for errors about one it cannot find.
+	blobs string
 }
 
 func dialTemporal(ctx context.Context, g globals) (turns, error) {
@@ -70,7 +77,7 @@ func dialTemporal(ctx context.Context, g globals) (turns, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to Temporal at %s (namespace %s); is the server running (go run ./worker --dev starts one)? %w", opts.HostPort, opts.Namespace, err)
 	}
-	return &temporalTurns{c: c, address: opts.HostPort, namespace: opts.Namespace}, nil
+	return &temporalTurns{c: c, address: opts.HostPort, namespace: opts.Namespace, blobs: blobsName(g.dataDir)}, nil
 }
 
 func (t *temporalTurns) Close() { t.c.Close() }
@@ -186,8 +193,24 @@ func (t *temporalTurns) explain(err error, id, doing string) error {
 		return fmt.Errorf("no turn %s in namespace %s at %s: %w", id, t.namespace, t.address, err)
 	case status.Code(err) == codes.Unavailable || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("cannot reach Temporal at %s to %s: %w", t.address, doing, err)
+	case errors.Is(err, blobstore.ErrMissing):
+		return fmt.Errorf("cannot %s %s: the worker stored part of it (a payload of %d KiB or more) outside history, and %s does not hold it; "+
+			"run the starter with the worker's --data (TOLLGATE_DATA), or give the worker and the starter the same %s: %w",
+			doing, id, payloadstore.Threshold>>10, t.blobs, blobstore.EnvVar, err)
 	}
 	return fmt.Errorf("%s %s: %w", doing, id, err)
+}
+
+// blobsName says which store the client of dataDir reads payloads from,
+// as tollgate.NewClientPlugin chooses it.
+func blobsName(dataDir string) string {
+	if blobstore.URLFromEnv(os.Getenv) != "" {
+		return "the blob store " + blobstore.EnvVar + " names"
+	}
+	if dataDir == "" {
+		dataDir = datadir.FromEnv(os.Getenv)
+	}
+	return "this starter's data directory " + dataDir
 }
 
 // failureMessage is the innermost application message of a workflow

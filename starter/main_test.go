@@ -400,6 +400,12 @@ func TestStatePrintsCardsAndHowToAnswer(t *testing.T) {
 	assert.Equal(t, 1, got.InvalidSignals)
 }
 
+func TestStateOfAFailedTurnSaysWhy(t *testing.T) {
+	o := newHarness(t, newFake(workflows.State{Status: workflows.StatusFailed, Error: "the turn could not start: unknown tool(s) nope"})).run("", "state", "T")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "turn T: failed, step 0, 0 call(s)\n  error: the turn could not start: unknown tool(s) nope\n")
+}
+
 func TestStateQueryErrorExitsOne(t *testing.T) {
 	fake := newFake(workflows.State{})
 	fake.stateErr = errors.New("no turn T in namespace default at 127.0.0.1:7233")

@@ -46,6 +46,9 @@ func (c *cli) cmdState(ctx context.Context, args []string) error {
 // answer it.
 func printState(w io.Writer, id string, s workflows.State) {
 	fmt.Fprintf(w, "turn %s: %s, step %d, %d call(s)\n", id, s.Status, s.Step, len(s.Cards))
+	if s.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", s.Error)
+	}
 	for _, card := range s.Cards {
 		fmt.Fprintf(w, "  %-18s %s\n", card.State, card.Summary())
 		if card.State.Waiting() && !s.Status.Final() {

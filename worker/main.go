@@ -136,7 +136,10 @@ func run(f flags, logger *slog.Logger) error {
 
 	if f.dev {
 		db := filepath.Join(f.dataDir, "temporal.db")
-		srv, err := devserver.Start(devserver.Options{DatabasePath: db, Port: f.devPort, Logger: serverLogger(logger), DynamicConfig: devserver.DevDynamicConfig()})
+		srv, err := devserver.Start(devserver.Options{
+			DatabasePath: db, Port: f.devPort, Logger: serverLogger(logger),
+			DynamicConfig: devserver.DevDynamicConfig(), SearchAttributes: workflows.SearchAttributes(),
+		})
 		if err != nil {
 			return fmt.Errorf("start the embedded Temporal server: %w", err)
 		}
@@ -177,7 +180,9 @@ func run(f flags, logger *slog.Logger) error {
 	defer c.Close()
 
 	if f.dev {
-		// The embedded server is ours to configure.
+		// The embedded server is ours to configure. A new database has the
+		// search attributes from the start; one from before them gets
+		// them here, and the worker polls only once the server takes them.
 		if err := tollgate.RegisterSearchAttributes(ctx, c, nsOr(f.namespace)); err != nil {
 			return err
 		}

@@ -87,6 +87,21 @@ func carriedFields(sessionID string, c *Carried) error {
 			}
 		}
 	}
+	if len(c.Sends) > rememberedSends {
+		return fmt.Errorf("sends has %d entries; a session remembers at most %d", len(c.Sends), rememberedSends)
+	}
+	for i, r := range c.Sends {
+		name := fmt.Sprintf("sends[%d]", i)
+		if r.UpdateID == "" {
+			return fmt.Errorf("%s.update_id is empty", name)
+		}
+		if err := maxLen(name+".update_id", r.UpdateID, maxUpdateIDBytes); err != nil {
+			return err
+		}
+		if _, err := turnNumber(sessionID, r.TurnID, c.Next); err != nil {
+			return fmt.Errorf("%s.turn_id: %w", name, err)
+		}
+	}
 	last = 0
 	for i, q := range c.Pending {
 		name := fmt.Sprintf("pending[%d]", i)

@@ -175,6 +175,8 @@ type State struct {
 	Step   int    `json:"step"`
 	// Cards holds every call of the turn so far, in call order.
 	Cards []results.Card `json:"cards"`
+	// Error says why a failed turn failed, as Result.Error does.
+	Error string `json:"error,omitempty"`
 	// InvalidSignals counts respond Signals that were dropped because they
 	// did not validate; LastInvalidSignal says why the last one was.
 	InvalidSignals    int    `json:"invalid_signals"`

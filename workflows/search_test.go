@@ -97,3 +97,20 @@ func TestWaitingCallsListIsBounded(t *testing.T) {
 	}
 	require.Positive(t, longest, "the first waiting calls are listed")
 }
+
+// A turn that fails in setup (it names a tool the worker does not offer)
+// is listed and reads as failed, with why, not as the running turn setup
+// had listed.
+func TestATurnThatFailsInSetupEndsFailed(t *testing.T) {
+	h := newHarnessWith(t, Features{SearchAttributes: true})
+	got := recordUpserts(h)
+	h.env.ExecuteWorkflow(WorkflowName, Input{Prompt: "p", Model: "m", Tools: []string{"echo", "nope"}, User: "ann"})
+	require.ErrorContains(t, h.env.GetWorkflowError(), "unknown tool(s) nope")
+	require.Equal(t, []listed{
+		{Status: "running", User: "ann"},
+		{Status: "failed", User: "ann"},
+	}, *got)
+	s := h.state(t)
+	require.Equal(t, StatusFailed, s.Status)
+	require.Contains(t, s.Error, "the turn could not start: unknown tool(s) nope; this worker offers:")
+}

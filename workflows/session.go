@@ -29,7 +29,8 @@ func AgentSession(ctx workflow.Context, in SessionInput) (SessionResult, error) 
 // queue. A turn that transfers ends the session with status transferred:
 // the conversation belongs to the agent it names from then on.
 func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionResult, error) {
-	checked := workflow.GetVersion(ctx, sessionChange, workflow.DefaultVersion, sessionCheckedVersion) >= sessionCheckedVersion
+	v := workflow.GetVersion(ctx, sessionChange, workflow.DefaultVersion, sessionResendVersion)
+	checked := v >= sessionCheckedVersion
 	if err := validateSession(in); err != nil {
 		return SessionResult{}, temporal.NewNonRetryableApplicationError("invalid session input: "+err.Error(), ErrTypeInvalidInput, nil)
 	}
@@ -40,6 +41,7 @@ func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionRe
 	}
 	s := newSession(ctx, in)
 	s.checked = checked
+	s.resends = v >= sessionResendVersion
 	s.features = f.record(ctx)
 	if err := s.register(ctx); err != nil {
 		return SessionResult{}, err
@@ -50,11 +52,28 @@ func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionRe
 // sessionChange versions the session's behaviour. Version 1
 // (sessionCheckedVersion) bounds the sizes in carried, keeps the state it
 // carries within those bounds, and bounds send and end payloads and
-// refuses text in them that is not UTF-8. Sessions whose run started
-// before replay as they ran.
+// refuses text in them that is not UTF-8. Version 2 (sessionResendVersion)
+// answers a send retried under its Update id after the session continued
+// as new with the turn the first one got (see session.resent). Sessions
+// whose run started before replay as they ran.
 const (
 	sessionChange         = "session"
 	sessionCheckedVersion = 1
+	sessionResendVersion  = 2
+)
+
+// The server keeps one Update per id only within a run: a send whose
+// answer was lost (a client timeout, a restarting server) and that is
+// retried after the session continued as new reaches a run that never saw
+// it. The session remembers the Update ids of its last sends, across
+// runs, so the retry is the same message. A retry follows its first
+// attempt within the caller's timeouts, and fewer messages than the queue
+// holds (MaxPending) come between, so it remembers as many sends as it
+// keeps turns in detail.
+const (
+	rememberedSends = RecentTurns
+	// maxUpdateIDBytes is the server's default limit on ids.
+	maxUpdateIDBytes = 1000
 )
 
 // The session's own history guard. Continue-as-new between turns keeps
@@ -70,8 +89,11 @@ const (
 type session struct {
 	in       SessionInput
 	features Features
-	// checked: the run is at sessionCheckedVersion.
+	// checked: the run is at sessionCheckedVersion; resends: at
+	// sessionResendVersion, so sends remembers the last sends' Update ids.
 	checked bool
+	resends bool
+	sends   []SentUpdate
 	id      string
 	perRun  int
 	signals workflow.ReceiveChannel
@@ -139,6 +161,7 @@ func newSession(ctx workflow.Context, in SessionInput) *session {
 		s.recent = append([]TurnRecord(nil), c.Recent...)
 		s.earlier = c.Earlier
 		s.pending = append([]Queued(nil), c.Pending...)
+		s.sends = append([]SentUpdate(nil), c.Sends...)
 		s.runs = c.Runs
 		s.invalidSignals, s.lastInvalidSignal = c.InvalidSignals, c.LastInvalidSignal
 	}
@@ -173,10 +196,13 @@ func (s *session) register(ctx workflow.Context) error {
 		return fmt.Errorf("register conversation query: %w", err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, SendName, s.onSend, workflow.UpdateHandlerOptions{
-		Validator: func(_ workflow.Context, p converter.RawValue) error {
+		Validator: func(ctx workflow.Context, p converter.RawValue) error {
 			m, err := s.readSend(p)
 			if err != nil {
 				return err
+			}
+			if _, ok := s.resent(ctx); ok {
+				return nil
 			}
 			return s.validateSend(m)
 		},
@@ -267,6 +293,7 @@ func (s *session) handOver(ctx workflow.Context) (SessionInput, bool) {
 		Runs:              s.runs + 1,
 		InvalidSignals:    s.invalidSignals,
 		LastInvalidSignal: s.lastInvalidSignal,
+		Sends:             s.sends,
 	}
 	workflow.GetLogger(ctx).Info("Session continues as new", "turns", s.runTurns, "pending", len(s.pending), "runs", s.runs+1,
 		"history_events", workflow.GetInfo(ctx).GetCurrentHistoryLength())
@@ -422,10 +449,14 @@ func (s *session) onSend(ctx workflow.Context, p converter.RawValue) (Sent, erro
 	if err != nil {
 		return Sent{}, err
 	}
+	if sent, ok := s.resent(ctx); ok {
+		return sent, nil
+	}
 	if err := s.validateSend(m); err != nil {
 		return Sent{}, err
 	}
 	id := s.enqueue(ctx, m)
+	s.remember(ctx, id)
 	if s.current != nil || len(s.pending) > 1 || s.continuing {
 		return Sent{TurnID: id, Queued: true}, nil
 	}
@@ -452,6 +483,37 @@ func (s *session) enqueue(ctx workflow.Context, m Send) string {
 	s.next++
 	s.pending = append(s.pending, Queued{TurnID: id, Text: m.Text, By: m.By, At: workflow.Now(ctx)})
 	return id
+}
+
+// resent is the answer to a send whose Update id an earlier run took
+// (the server answers retries within a run itself): the turn it got.
+func (s *session) resent(ctx workflow.Context) (Sent, bool) {
+	if !s.resends {
+		return Sent{}, false
+	}
+	id := workflow.GetCurrentUpdateInfo(ctx).ID
+	for _, r := range s.sends {
+		if r.UpdateID == id {
+			return Sent{TurnID: r.TurnID, Queued: s.isPending(r.TurnID)}, true
+		}
+	}
+	return Sent{}, false
+}
+
+// remember keeps the Update id of the send that queued turn, the last
+// rememberedSends of them.
+func (s *session) remember(ctx workflow.Context, turn string) {
+	if !s.resends {
+		return
+	}
+	id := workflow.GetCurrentUpdateInfo(ctx).ID
+	if len(id) > maxUpdateIDBytes {
+		return
+	}
+	s.sends = append(s.sends, SentUpdate{UpdateID: id, TurnID: turn})
+	if len(s.sends) > rememberedSends {
+		s.sends = append([]SentUpdate(nil), s.sends[len(s.sends)-rememberedSends:]...)
+	}
 }
 
 func (s *session) isPending(id string) bool {

@@ -75,6 +75,15 @@ type Carried struct {
 	Runs              int          `json:"runs"`
 	InvalidSignals    int          `json:"invalid_signals,omitempty"`
 	LastInvalidSignal string       `json:"last_invalid_signal,omitempty"`
+	// Sends are the Update ids of the last sends and the turns they got,
+	// oldest first, so a send retried in a later run is the same message.
+	Sends []SentUpdate `json:"sends,omitempty"`
+}
+
+// SentUpdate is one send Update the session took.
+type SentUpdate struct {
+	UpdateID string `json:"update_id"`
+	TurnID   string `json:"turn_id"`
 }
 
 // Send is the payload of the send Update and Signal.

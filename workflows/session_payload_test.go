@@ -73,6 +73,10 @@ func TestSessionCarriedIsBoundedBySize(t *testing.T) {
 		{"recent status", func(c *Carried) { c.Recent[0].Status = "weird" }, `recent[0].status "weird" is not a turn's status`},
 		{"last invalid signal", func(c *Carried) { c.LastInvalidSignal = big }, "last_invalid_signal is 1048576 bytes"},
 		{"earlier statuses", func(c *Carried) { c.Earlier.ByStatus = map[Status]int{Status(big): 1} }, "earlier.by_status counts 1 turns as"},
+		{"send update id", func(c *Carried) { c.Sends = []SentUpdate{{UpdateID: big, TurnID: sessionID + "/turn-1"}} }, "sends[0].update_id is 1048576 bytes"},
+		{"send without update id", func(c *Carried) { c.Sends = []SentUpdate{{TurnID: sessionID + "/turn-1"}} }, "sends[0].update_id is empty"},
+		{"send turn id", func(c *Carried) { c.Sends = []SentUpdate{{UpdateID: "u", TurnID: sessionID + "/turn-3"}} }, "sends[0].turn_id:"},
+		{"sends", func(c *Carried) { c.Sends = make([]SentUpdate, rememberedSends+1) }, fmt.Sprintf("sends has %d entries; a session remembers at most %d", rememberedSends+1, rememberedSends)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,6 +52,11 @@ type sessionHarness struct {
 	tools []string
 	seq   int
 }
+
+// updateIDs numbers Updates across harnesses: a session remembers its
+// sends' Update ids across continue-as-new, so the runs a test chains
+// must not reuse one for another message.
+var updateIDs atomic.Int64
 
 func newSessionHarness(t *testing.T, replies ...results.Message) *sessionHarness {
 	t.Helper()
@@ -153,8 +159,16 @@ func (h *sessionHarness) update(name string, arg any, got *sendOutcome) {
 
 // updateThen sends an Update and runs accepted once the handler runs.
 func (h *sessionHarness) updateThen(name string, arg any, got *sendOutcome, accepted func()) {
-	h.seq++
-	h.env.UpdateWorkflow(name, fmt.Sprintf("%s-%d", name, h.seq), &testsuite.TestUpdateCallback{
+	h.updateAs(name, fmt.Sprintf("%s-%d", name, updateIDs.Add(1)), arg, got, accepted)
+}
+
+// sendAs sends a message under a chosen Update id.
+func (h *sessionHarness) sendAs(delay time.Duration, updateID, text string, got *sendOutcome) {
+	h.env.RegisterDelayedCallback(func() { h.updateAs(SendName, updateID, Send{Text: text, By: "ada"}, got, func() {}) }, delay)
+}
+
+func (h *sessionHarness) updateAs(name, updateID string, arg any, got *sendOutcome, accepted func()) {
+	h.env.UpdateWorkflow(name, updateID, &testsuite.TestUpdateCallback{
 		OnAccept: accepted,
 		OnReject: func(err error) {
 			if got == nil {
@@ -740,4 +754,32 @@ func TestTurnFromAHeadFailsWhenTheReplyCannotBeStored(t *testing.T) {
 	require.Contains(t, res.Error, "could not store the conversation")
 	require.Equal(t, start, res.Head)
 	require.Equal(t, []string{"user: go on"}, texts(res.Messages))
+}
+
+// A send retried under its Update id after the session continued as new
+// (the first answer was lost: a client timeout, a restarting server)
+// reaches a run the server never gave that id: it is the same message,
+// answered with the turn the first one got, and adds no turn.
+func TestSessionSendRetriedInTheNextRunIsTheSameMessage(t *testing.T) {
+	store, err := transcript.NewStore(t.TempDir())
+	require.NoError(t, err)
+	model := &fakeModel{replies: []results.Message{results.AssistantText("one"), results.AssistantText("two")}}
+	h := newSessionHarnessWith(t, model, store, Features{})
+	var first sendOutcome
+	h.sendAs(time.Minute, "m1", "first", &first)
+	next := h.continued(SessionInput{TurnsPerRun: 1})
+	require.Equal(t, "chat/turn-1", first.sent.TurnID)
+	require.Equal(t, []SentUpdate{{UpdateID: "m1", TurnID: "chat/turn-1"}}, next.Carried.Sends)
+
+	h = newSessionHarnessWith(t, model, store, Features{})
+	var again, second sendOutcome
+	h.sendAs(time.Minute, "m1", "first", &again)
+	h.sendAs(2*time.Minute, "m2", "second", &second)
+	last := h.continued(next)
+	require.NoError(t, again.rejected)
+	require.Equal(t, Sent{TurnID: "chat/turn-1"}, again.sent, "the retry is the first message")
+	require.Equal(t, "chat/turn-2", second.sent.TurnID, "the next message is the next turn")
+	require.Equal(t, 3, last.Carried.Next, "two messages, two turns")
+	require.Equal(t, "two", last.Carried.Recent[1].Reply)
+	require.Equal(t, []SentUpdate{{UpdateID: "m1", TurnID: "chat/turn-1"}, {UpdateID: "m2", TurnID: "chat/turn-2"}}, last.Carried.Sends)
 }

@@ -30,6 +30,7 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 	}
 	t := &turn{in: in, status: StatusRunning}
 	if err := t.setup(ctx, f); err != nil {
+		t.setupFailed(ctx, err)
 		return Result{}, err
 	}
 	return t.run(ctx)
@@ -43,8 +44,9 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // (outsideVersion) the search attributes and webhook events; version 4
 // (fastToolsVersion) local tools and workspace affinity; version 5
 // (checkedVersion) refuses respond payloads over MaxRespondBytes and text
-// that is not UTF-8. Turns that
-// started before a version replay as they ran.
+// that is not UTF-8; version 6 (setupFailedVersion) ends a turn that
+// fails in setup as failed, with its reason. Turns that started before a
+// version replay as they ran.
 const (
 	hardeningChange  = "hardening"
 	hardeningVersion = 1
@@ -113,13 +115,20 @@ const checkedVersion = fastToolsVersion + 1
 
 func (t *turn) checked() bool { return t.v >= checkedVersion }
 
+// setupFailedVersion of the turn's change marker ends a turn that fails
+// in setup (a tool the worker does not offer, say) the way every other
+// turn ends: failed with its reason in the state query, the search
+// attributes, the metrics and the turn.ended event. Before it, setup had
+// already listed the turn as running, and it stayed so.
+const setupFailedVersion = checkedVersion + 1
+
 // fast reports whether the turn runs local tools locally and pins its
 // workspace tools (fastToolsVersion).
 func (t *turn) fast() bool { return t.v >= fastToolsVersion }
 
 func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
-	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, checkedVersion)
+	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, setupFailedVersion)
 	t.ui = t.v >= uiVersion
 	if t.v >= outsideVersion {
 		t.features = f.record(ctx)
@@ -254,16 +263,40 @@ func (t *turn) interruption() string {
 	return "the turn was cancelled"
 }
 
+// setupFailed ends a turn whose setup failed as failed, with why; the
+// workflow still fails with err.
+func (t *turn) setupFailed(ctx workflow.Context, err error) {
+	if t.v < setupFailedVersion {
+		return
+	}
+	t.status, t.failure = StatusFailed, "the turn could not start: "+sentence(err)
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	if err := t.announceEnd(dctx); err != nil {
+		workflow.GetLogger(ctx).Warn("Failed turn not announced", "error", err)
+	}
+}
+
+// announceEnd tells outside systems how the turn ended (search
+// attributes, metrics, the turn.ended event) and lets every update
+// handler and webhook delivery finish.
+func (t *turn) announceEnd(ctx workflow.Context) error {
+	t.publish(ctx)
+	t.countEnd(ctx)
+	t.emit(ctx, webhook.TypeTurnEnded, "", nil)
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && t.deliveries == 0 }); err != nil {
+		return fmt.Errorf("wait for respond handlers and webhook deliveries: %w", err)
+	}
+	return nil
+}
+
 // finish lets every update handler return before the turn does, and
 // counts signals that arrived too late to matter.
 func (t *turn) finish(ctx workflow.Context) (Result, error) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	t.publish(dctx)
-	t.countEnd(dctx)
-	t.emit(dctx, webhook.TypeTurnEnded, "", nil)
-	if err := workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) && t.deliveries == 0 }); err != nil {
-		return Result{}, fmt.Errorf("wait for respond handlers and webhook deliveries: %w", err)
+	if err := t.announceEnd(dctx); err != nil {
+		return Result{}, err
 	}
 	ch := workflow.GetSignalChannel(dctx, RespondName)
 	for {
@@ -408,6 +441,7 @@ func (t *turn) snapshot() State {
 		Status:            t.currentStatus(),
 		Step:              t.step,
 		Cards:             t.cards(),
+		Error:             t.failure,
 		InvalidSignals:    t.invalidSignals,
 		LastInvalidSignal: t.lastInvalidSignal,
 	}

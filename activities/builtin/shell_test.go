@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-dev/tollgate/internal/proctest"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -213,7 +214,7 @@ func TestShellKillsDetachedProcesses(t *testing.T) {
 		sh := testTools(t, Options{ShellTimeout: 3 * time.Second})[Shell]
 		for _, end := range []string{"echo started", "echo started; sleep 30"} {
 			marker := fmt.Sprintf("tollgate-escape-%d-%s-%d", os.Getpid(), c, len(end))
-			t.Cleanup(func() { killMarked(marker) })
+			t.Cleanup(func() { proctest.KillMarked(marker) })
 			// Three ways out of bash's process group, each renamed with
 			// exec -a so that only the escaped sleep carries the marker;
 			// the command waits until all three run.
@@ -235,15 +236,15 @@ started %[1]s-setsid && started %[1]s-subshell && started %[1]s-doublefork || ex
 			if c == containProcessGroup {
 				// The control: these do escape a process group, and the
 				// model is told they may.
-				require.Len(t, marked(marker), 3, "the escapes did not work; the test proves nothing")
+				require.Len(t, proctest.Marked(marker), 3, "the escapes did not work; the test proves nothing")
 				requireOutcomeContains(t, out, escapeNote)
 				continue
 			}
 			require.Less(t, elapsed, 3*time.Second+pipeDrainWait, "a killed process must not hold the output pipe open")
-			require.Eventually(t, func() bool { return len(marked(marker)) == 0 }, 3*time.Second, 20*time.Millisecond,
-				"processes outlived the call: %v", marked(marker))
+			require.Eventually(t, func() bool { return len(proctest.Marked(marker)) == 0 }, 3*time.Second, 20*time.Millisecond,
+				"processes outlived the call: %v", proctest.Marked(marker))
 			time.Sleep(200 * time.Millisecond)
-			require.Empty(t, marked(marker))
+			require.Empty(t, proctest.Marked(marker))
 			requireOutcomeNotContains(t, out, escapeNote)
 		}
 	})
@@ -302,33 +303,6 @@ func requireOutcomeNotContains(t *testing.T, out results.Outcome, s string) {
 		return
 	}
 	require.NotContains(t, requireText(t, out), s)
-}
-
-// marked lists the live processes whose argv[0] starts with marker.
-func marked(marker string) []int {
-	var pids []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil {
-			continue
-		}
-		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
-		if !strings.HasPrefix(argv0, marker) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// killMarked kills what a failing test let escape.
-func killMarked(marker string) {
-	for _, pid := range marked(marker) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
 }
 
 func TestShellCancelled(t *testing.T) {

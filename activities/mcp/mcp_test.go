@@ -8,16 +8,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
+	"github.com/tollgate-dev/tollgate/internal/proctest"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -266,23 +265,11 @@ func TestCancellingACallKillsTheServersProcessGroup(t *testing.T) {
 		t.Fatal("the cancelled call did not return")
 	}
 	for _, pid := range pids {
-		require.Eventually(t, func() bool { return !alive(pid) }, 5*time.Second, 20*time.Millisecond, "process %d outlived the call", pid)
+		require.Eventually(t, func() bool { return !proctest.Alive(pid) }, 5*time.Second, 20*time.Millisecond, "process %d outlived the call", pid)
 	}
 }
 
 // alive reports whether pid runs (a zombie, reaped by nobody in the test,
-// counts as dead).
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	fields := strings.Fields(string(b))
-	return len(fields) < 3 || fields[2] != "Z"
-}
 
 // A stdio server's child that detaches (setsid: a new session and process
 // group) dies with the call, under every containment this machine
@@ -301,16 +288,16 @@ func TestStdioServersDetachedChildDiesWithTheCall(t *testing.T) {
 
 			f := openStdio(t, nil)
 			marker := fmt.Sprintf("tollgate-mcp-escape-%d-%s", os.Getpid(), k)
-			t.Cleanup(func() { killMarked(marker) })
+			t.Cleanup(func() { proctest.KillMarked(marker) })
 			out := run(t, f.tool(t, "t.detach"), tool.Call{Arguments: json.RawMessage(`{"name":"` + marker + `"}`)})
 			require.Equal(t, results.KindSuccess, out.Kind, "%+v %+v", out, out.ToolError)
 			require.Contains(t, f.logLines(t), "detached "+marker, "the child ran; the test proves something")
 			if k == jail.ProcessGroup {
-				require.Len(t, marked(marker), 1, "the escape did not work; the test proves nothing")
+				require.Len(t, proctest.Marked(marker), 1, "the escape did not work; the test proves nothing")
 				return
 			}
-			require.Eventually(t, func() bool { return len(marked(marker)) == 0 }, 5*time.Second, 20*time.Millisecond,
-				"a detached child of the server outlived the call: %v", marked(marker))
+			require.Eventually(t, func() bool { return len(proctest.Marked(marker)) == 0 }, 5*time.Second, 20*time.Millisecond,
+				"a detached child of the server outlived the call: %v", proctest.Marked(marker))
 		})
 	}
 }
@@ -334,36 +321,4 @@ func TestOpenLogsHowStdioServersAreContained(t *testing.T) {
 	}
 }
 
-// marked lists the live processes whose argv[0] starts with marker.
-func marked(marker string) []int {
-	return slices.DeleteFunc(listed(marker), func(pid int) bool { return !alive(pid) })
-}
-
 // listed lists the processes in /proc whose argv[0] starts with marker.
-// A server in a PID namespace of its own sees them there under the pids
-// of the worker's namespace, which it cannot signal.
-func listed(marker string) []int {
-	var pids []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil {
-			continue
-		}
-		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
-		if !strings.HasPrefix(argv0, marker) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// killMarked kills what a failing test let escape.
-func killMarked(marker string) {
-	for _, pid := range marked(marker) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-}

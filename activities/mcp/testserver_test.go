@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tollgate-dev/tollgate/internal/proctest"
 )
 
 // The test binary is also the stdio server the tests start: run with
@@ -122,7 +124,7 @@ func testServer() *mcpsdk.Server {
 				return nil, nil, err
 			}
 			for range 200 {
-				if len(listed(a.Name)) > 0 {
+				if len(proctest.Listed(a.Name)) > 0 {
 					note("detached %s", a.Name)
 					return text("detached"), nil, nil
 				}

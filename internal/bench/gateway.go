@@ -29,7 +29,8 @@ import (
 // GatewayQueue is the task queue of benchmark 8's turns.
 const GatewayQueue = "bench-gateway"
 
-// GatewayLists is how many list requests benchmark 8 times a side.
+// GatewayLists is how many list requests benchmark 8 times a side by
+// default.
 const GatewayLists = 50
 
 // Gateway is benchmark 8: the HTTP gateway in front of parked turns. One
@@ -365,7 +366,7 @@ func (e *Env) resumeOverHTTP(ctx context.Context, gw *gatewayClient, wid string)
 func runGateway(ctx context.Context, cfg Config, m *measurements, logf func(string, ...any)) error {
 	logf("8. gateway: parking %d turns", cfg.Gateway)
 	var err error
-	o := GatewayOptions{Parked: cfg.Gateway, Samples: 3 * cfg.ResumeSamples, Lists: GatewayLists, Logf: logf}
+	o := GatewayOptions{Parked: cfg.Gateway, Samples: 3 * cfg.ResumeSamples, Lists: cfg.GatewayLists, Logf: logf}
 	if m.Gateway, err = GatewayBench(ctx, o); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}

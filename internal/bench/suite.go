@@ -41,8 +41,8 @@ type Config struct {
 	// the worker; 0 skips it.
 	Recovery int
 	// Gateway is the turns parked for benchmark 8 (the HTTP gateway); 0
-	// skips it.
-	Gateway int
+	// skips it. GatewayLists is how many list requests it times a side.
+	Gateway, GatewayLists int
 	// Only runs just the benchmarks it lists by number, comma-separated
 	// ("1,4"); empty runs them all.
 	Only string
@@ -59,7 +59,7 @@ type Config struct {
 // DefaultConfig is what `make bench` runs.
 func DefaultConfig() Config {
 	c := Config{Reps: 5, CallReps: 15, Calls: 10, ResumeSamples: 100, EagerSamples: 50, Parked: 2000, Cache: 250,
-		Total: 150, InFlight: 50, TPCalls: 3, Configs: true, Micro: true, Recovery: 30, Gateway: 1000, Log: io.Discard}
+		Total: 150, InFlight: 50, TPCalls: 3, Configs: true, Micro: true, Recovery: 30, Gateway: 1000, GatewayLists: GatewayLists, Log: io.Discard}
 	c.Sessions = SessionConfig{Turns: 300, PerRun: 100, Samples: 50, Idle: 1000, Cache: 250}
 	return c
 }
@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if cfg.Only == "" && cfg.Micro || want("6") {
+	if cfg.Only == "" && cfg.Micro || cfg.Only != "" && want("6") {
 		logf("micro benchmarks")
 		m.Micros = runMicros()
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
@@ -39,6 +40,11 @@ type Options struct {
 	Logger     log.Logger
 	// DynamicConfig overrides server settings (for benchmarks and tests).
 	DynamicConfig dynamicconfig.StaticClient
+	// SearchAttributes are registered in each namespace the server
+	// creates, before it starts: every service then reads them on start,
+	// where attributes added to a running server are usable only once
+	// each service has refreshed the namespace.
+	SearchAttributes map[string]enumspb.IndexedValueType
 }
 
 // Server is a running embedded server.
@@ -90,7 +96,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	var nss []*sqlite.NamespaceConfig
 	for _, ns := range opts.Namespaces {
-		nsCfg, err := sqlite.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, ns, false, nil)
+		nsCfg, err := sqlite.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, ns, false, opts.SearchAttributes)
 		if err != nil {
 			return nil, fmt.Errorf("configure namespace %s: %w", ns, err)
 		}

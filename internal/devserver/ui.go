@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
@@ -36,7 +37,7 @@ func (u *UI) URL() string { return u.url }
 func (u *UI) Stop() { u.srv.Stop() }
 
 // StartUI serves the Temporal Web UI (the same module the official CLI
-// embeds) in the background.
+// embeds) in the background, and returns once it listens.
 func StartUI(opts UIOptions) (*UI, error) {
 	if opts.IP == "" {
 		opts.IP = "127.0.0.1"
@@ -61,6 +62,37 @@ func StartUI(opts UIOptions) (*UI, error) {
 		CORS:                uiconfig.CORS{CookieInsecure: true},
 		Codec:               uiconfig.Codec{Endpoint: opts.CodecEndpoint},
 	}))
-	go func() { _ = srv.Start() }()
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.Start() }()
+	// Start listens only once its goroutine runs; a browser sent to the
+	// URL before then is refused.
+	if err := awaitListening(address, stopped, uiListenTimeout); err != nil {
+		srv.Stop()
+		return nil, fmt.Errorf("start the Temporal Web UI on %s: %w", address, err)
+	}
 	return &UI{srv: srv, url: fmt.Sprintf("http://%s", address)}, nil
+}
+
+// uiListenTimeout bounds the wait for the UI's listener: it binds a port
+// checked free a moment before, so only a starved machine takes long.
+const uiListenTimeout = 30 * time.Second
+
+// awaitListening returns once address accepts connections, or fails when
+// the server stops first or timeout passes.
+func awaitListening(address string, stopped <-chan error, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", address, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens after %s: %w", timeout, err)
+		}
+		select {
+		case err := <-stopped:
+			return fmt.Errorf("the server stopped before it listened: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

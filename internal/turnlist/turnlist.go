@@ -98,6 +98,11 @@ func (f Filter) Query() string {
 	if f.Status != "" {
 		q += fmt.Sprintf(" AND %s = '%s'", workflows.StatusAttr.GetName(), f.Status)
 	}
+	if f.Status != "" && !f.Status.Final() {
+		// A workflow terminated or timed out keeps the status it last
+		// listed; it runs no longer (see fromInfo).
+		q += " AND ExecutionStatus = 'Running'"
+	}
 	if f.User != "" {
 		q += fmt.Sprintf(" AND %s = '%s'", workflows.UserAttr.GetName(), f.User)
 	}
@@ -174,7 +179,12 @@ func fromInfo(e *workflowpb.WorkflowExecutionInfo) Turn {
 	var status string
 	if decode(fields[workflows.StatusAttr.GetName()], &status) && status != "" {
 		t.Status, t.HasStatus = workflows.Status(status), true
-	} else {
+	}
+	// A closed workflow whose turn still lists itself as running or
+	// waiting did not end on the turn's terms (it was terminated, timed
+	// out, or failed in setup before turns listed that): its own status
+	// is the truth.
+	if !t.HasStatus || (!t.Open && !t.Status.Final()) {
 		t.Status = executionStatus(e.GetStatus())
 	}
 	decode(fields[workflows.UserAttr.GetName()], &t.User)

@@ -4,15 +4,19 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
 func TestQuery(t *testing.T) {
 	require.Equal(t, "WorkflowType = 'AgentTurn'", Filter{}.Query())
-	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateStatus = 'waiting' AND TollgateUser = 'ann@example.com'",
+	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateStatus = 'waiting' AND ExecutionStatus = 'Running' AND TollgateUser = 'ann@example.com'",
 		Filter{Status: workflows.StatusWaiting, User: "ann@example.com"}.Query())
+	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateStatus = 'failed'", Filter{Status: workflows.StatusFailed}.Query())
 	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateUser IN ('ann', 'bob')", Filter{Users: []string{"ann", "bob"}}.Query())
 }
 
@@ -38,4 +42,35 @@ func TestExecutionStatus(t *testing.T) {
 	require.Equal(t, workflows.StatusRunning, executionStatus(enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING))
 	require.Equal(t, workflows.StatusCancelled, executionStatus(enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED))
 	require.Equal(t, workflows.StatusFailed, executionStatus(enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED))
+}
+
+// A closed turn that still lists itself as running (terminated, or
+// failed in setup on a worker from before turns listed that) reads as
+// its workflow ended; a final status it listed stands.
+func TestClosedTurnsReadAsTheyEnded(t *testing.T) {
+	info := func(listed string, st enumspb.WorkflowExecutionStatus) *workflowpb.WorkflowExecutionInfo {
+		p, err := converter.GetDefaultDataConverter().ToPayload(listed)
+		require.NoError(t, err)
+		return &workflowpb.WorkflowExecutionInfo{
+			Execution:        &commonpb.WorkflowExecution{WorkflowId: "t", RunId: "r"},
+			Status:           st,
+			SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{workflows.StatusAttr.GetName(): p}},
+		}
+	}
+	for _, tt := range []struct {
+		listed string
+		st     enumspb.WorkflowExecutionStatus
+		want   workflows.Status
+	}{
+		{"running", enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, workflows.StatusFailed},
+		{"waiting", enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, workflows.StatusFailed},
+		{"running", enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, workflows.StatusCancelled},
+		{"waiting", enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, workflows.StatusWaiting},
+		{"max_steps", enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, workflows.StatusMaxSteps},
+		{"failed", enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, workflows.StatusFailed},
+	} {
+		got := fromInfo(info(tt.listed, tt.st))
+		require.Equal(t, tt.want, got.Status, "listed %s, workflow %s", tt.listed, tt.st)
+		require.True(t, got.HasStatus)
+	}
 }

@@ -5,13 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/internal/proctest"
 )
 
 func TestJailCleansUpAfterACrashedWorker(t *testing.T) {
@@ -29,7 +29,7 @@ func TestJailCleansUpAfterACrashedWorker(t *testing.T) {
 	t.Cleanup(func() { removeCgroup(dir) })
 
 	marker := fmt.Sprintf("tollgate-stale-%d", os.Getpid())
-	t.Cleanup(func() { killMarked(marker) })
+	t.Cleanup(func() { proctest.KillMarked(marker) })
 	fd, err := os.Open(dir)
 	require.NoError(t, err)
 	defer fd.Close()
@@ -37,10 +37,10 @@ func TestJailCleansUpAfterACrashedWorker(t *testing.T) {
 	left.SysProcAttr = &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: int(fd.Fd())}
 	require.NoError(t, left.Start())
 	go func() { _ = left.Wait() }()
-	require.Eventually(t, func() bool { return len(marked(marker)) == 1 }, 2*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(proctest.Marked(marker)) == 1 }, 2*time.Second, 10*time.Millisecond)
 
 	cleanupStale()
-	require.Empty(t, marked(marker))
+	require.Empty(t, proctest.Marked(marker))
 	require.NoDirExists(t, dir)
 }
 
@@ -48,31 +48,4 @@ func TestUnescapeMountinfo(t *testing.T) {
 	require.Equal(t, "/sys/fs/cgroup", unescapeMountinfo("/sys/fs/cgroup"))
 	require.Equal(t, "/mnt/my cgroup\\x", unescapeMountinfo(`/mnt/my\040cgroup\x`))
 	require.Equal(t, `/a\04`, unescapeMountinfo(`/a\04`))
-}
-
-// marked lists the live processes whose argv[0] starts with marker.
-func marked(marker string) []int {
-	var pids []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil {
-			continue
-		}
-		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
-		if !strings.HasPrefix(argv0, marker) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// killMarked kills what a failing test let escape.
-func killMarked(marker string) {
-	for _, pid := range marked(marker) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/internal/proctest"
 )
 
 // A program (not a bash script) started in a jail keeps its arguments,
@@ -22,7 +24,7 @@ func TestStartProgramHoldsWhatTheProgramDetaches(t *testing.T) {
 				t.Skipf("not available here: %v", err)
 			}
 			marker := fmt.Sprintf("tollgate-jail-program-%d-%s", os.Getpid(), k)
-			t.Cleanup(func() { killMarked(marker) })
+			t.Cleanup(func() { proctest.KillMarked(marker) })
 			var out bytes.Buffer
 			cmd, j, used, err := StartProgram([]Kind{k}, "test", func() *exec.Cmd {
 				c := exec.Command("sh", "-c", `setsid -f bash -c 'exec -a "$0" sleep 300' "$1" </dev/null >/dev/null 2>&1; read -r line; echo "$0 got $line"; exit 3`, "prog", marker)
@@ -38,9 +40,9 @@ func TestStartProgramHoldsWhatTheProgramDetaches(t *testing.T) {
 			require.ErrorAs(t, err, &exit)
 			require.Equal(t, 3, exit.ExitCode())
 			require.Equal(t, "prog got input\n", out.String())
-			require.Eventually(t, func() bool { return len(marked(marker)) == 1 }, 5*time.Second, 10*time.Millisecond, "the detached child runs")
+			require.Eventually(t, func() bool { return len(proctest.Marked(marker)) == 1 }, 5*time.Second, 10*time.Millisecond, "the detached child runs")
 			j.Kill()
-			require.Eventually(t, func() bool { return len(marked(marker)) == 0 }, 5*time.Second, 10*time.Millisecond, "the detached child outlived the jail")
+			require.Eventually(t, func() bool { return len(proctest.Marked(marker)) == 0 }, 5*time.Second, 10*time.Millisecond, "the detached child outlived the jail")
 		})
 	}
 }

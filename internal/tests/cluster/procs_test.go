@@ -296,31 +296,29 @@ func startPostgres(t *testing.T, logDir string) *postgres {
 }
 
 // temporalServer is the real Temporal server binary, configured the way
-// its container image is: the server's own templated config/docker.yaml
-// from the module, filled in from environment variables.
+// its container image is: `temporal-server start` with no config file,
+// which fills the template embedded in the server from environment
+// variables.
 type temporalServer struct {
 	t       *testing.T
 	logDir  string
 	bin     string
-	config  string
 	env     []string
 	address string
 	starts  int
 	proc    *proc
 }
 
-func newTemporalServer(t *testing.T, logDir, bin, moduleDir string, pg *postgres, dynamicConfig string) *temporalServer {
+func newTemporalServer(t *testing.T, logDir, bin string, pg *postgres, dynamicConfig string) *temporalServer {
 	ports := lowPorts(t, 9)
 	s := &temporalServer{
 		t: t, logDir: logDir, bin: bin,
-		config:  filepath.Join(moduleDir, "config", "docker.yaml"),
 		address: fmt.Sprintf("127.0.0.1:%d", ports[0]),
 	}
 	s.env = []string{
 		"DB=postgres12",
 		"POSTGRES_SEEDS=127.0.0.1",
 		fmt.Sprintf("DB_PORT=%d", pg.port),
-		fmt.Sprintf("POSTGRES_PORT=%d", pg.port),
 		"POSTGRES_USER=temporal",
 		"POSTGRES_PWD=temporal",
 		"BIND_ON_IP=127.0.0.1",
@@ -344,7 +342,7 @@ func (s *temporalServer) start() {
 	s.t.Helper()
 	s.starts++
 	s.proc = startProc(s.t, s.logDir, fmt.Sprintf("temporal-server-%d", s.starts), s.env, nil, s.bin,
-		"--config-file", s.config, "--allow-no-auth", "start")
+		"--allow-no-auth", "start")
 	waitTCP(s.t, s.address, 90*time.Second)
 }
 

@@ -138,6 +138,9 @@ func TestWorkspaceWorkerLostFailsClearlyAndTheTurnRepins(t *testing.T) {
 	run := e.start(workflows.Input{Prompt: "Stamp", Model: model, Tools: []string{"stamp", "write_file"},
 		Policy: workflows.Policy{WorkspaceTimeout: workflows.Duration(wait)}})
 	e.waitCard(run, "w1", results.StatePendingApproval)
+	// s1 runs beside w1's wait, on A's workspace queue: A must have run it
+	// before it goes, or s1 too meets a lost worker.
+	e.waitCard(run, "s1", results.StateSucceeded)
 
 	b := startPinned(e, "b")
 	e.stopWorker(a.main)

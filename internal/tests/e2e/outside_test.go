@@ -16,9 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
+	"github.com/tollgate-dev/tollgate/internal/turnlist"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -118,6 +120,50 @@ func TestOutsideSystemsFindAndHearOfWaitingTurns(t *testing.T) {
 	require.Equal(t, "ann", got[webhook.TypeCallDecided].Data.Card.Decisions[0].By)
 	require.Equal(t, string(workflows.StatusCompleted), got[webhook.TypeTurnEnded].Data.Status)
 	require.Equal(t, "Written.", got[webhook.TypeTurnEnded].Data.Text)
+	e.record(run)
+}
+
+// A turn that cannot start (it names a tool the worker does not offer)
+// fails, and reads as failed, with why, wherever it is read: its state
+// query, its search attributes, the turn list the gateway and `starter
+// list` show, and its turn.ended event.
+func TestATurnThatCannotStartReadsFailedEverywhere(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "setup_failed")
+	secret := bytes.Repeat([]byte("s"), 32)
+	rcv, srv := newReceiver(t, secret)
+	e.searchAttributes = true
+	e.webhooks = webhook.Options{URLs: []string{srv.URL}, Secret: secret}
+	e.startWorker()
+	// The package's tests share a server: the user is this run's alone.
+	user := "ann-" + e.tq
+	run := e.start(workflows.Input{Prompt: "Summarise", Model: e.script(reply("Never asked.")), Tools: []string{"write_file", "nope"}, User: user})
+	ctx, cancel := context.WithTimeout(context.Background(), resultTimeout)
+	defer cancel()
+	err := run.Get(ctx, nil)
+	var failed *temporal.WorkflowExecutionError
+	require.ErrorAs(t, err, &failed, "the workflow fails")
+	require.ErrorContains(t, err, "unknown tool(s) nope")
+
+	s, err := state(ctx, e.caller, run)
+	require.NoError(t, err)
+	require.Equal(t, workflows.StatusFailed, s.Status)
+	require.Contains(t, s.Error, "the turn could not start: unknown tool(s) nope; this worker offers:")
+
+	var listed []turnlist.Turn
+	require.True(t, eventually(func() bool {
+		listed, err = turnlist.List(ctx, e.caller, turnlist.Filter{Status: workflows.StatusFailed, User: user})
+		return err == nil && len(listed) == 1
+	}), "the turn is listed as failed; last %v, %v", listed, err)
+	require.Equal(t, run.GetID(), listed[0].ID)
+	require.Equal(t, workflows.StatusFailed, listed[0].Status)
+	require.NotNil(t, listed[0].CloseTime)
+	running, err := turnlist.List(ctx, e.caller, turnlist.Filter{Status: workflows.StatusRunning, User: user})
+	require.NoError(t, err)
+	require.Empty(t, running, "a failed turn is not listed as running")
+
+	require.True(t, eventually(func() bool { _, ok := rcv.byType()[webhook.TypeTurnEnded]; return ok }), "turn.ended delivered")
+	require.Equal(t, string(workflows.StatusFailed), rcv.byType()[webhook.TypeTurnEnded].Data.Status)
 	e.record(run)
 }
 

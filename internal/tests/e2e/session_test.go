@@ -324,6 +324,40 @@ func TestSessionContinuesAsNewBetweenTurns(t *testing.T) {
 	e.recordTo(sessionCorpusDir, "session_continue_as_new_last_run", id, runIDs[2])
 }
 
+// The server keeps one Update per id only within a run: a send whose
+// answer was lost and that is retried under its id after the session
+// continued as new (as TestSessionSurvivesAServerRestart's sends are,
+// across the restart) reaches a run that never saw the id. It is the same
+// message: it answers with the first turn and adds none.
+func TestSessionSendRetriedAfterContinueAsNewIsAddedOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "session_send_retried")
+	model := e.script(
+		expecting(reply("One."), 0, "first"),
+		expecting(reply("Two."), 0, "second"),
+	)
+	e.startWorker()
+	run := e.startSession(workflows.SessionInput{Turn: workflows.Input{Model: model}, TurnsPerRun: 1})
+	id := run.GetID()
+	first := e.send(id, "u1", "first")
+	require.Equal(t, id+"/turn-1", first.TurnID)
+	require.Equal(t, "One.", e.turnResult(first.TurnID).Text)
+	e.conversation(id, "the second run", func(c workflows.Conversation) bool { return c.Runs == 1 && c.Running == "" })
+
+	again := e.send(id, "u1", "first")
+	require.Equal(t, workflows.Sent{TurnID: first.TurnID}, again, "the retried send is the first message, not a new one")
+	second := e.send(id, "u2", "second")
+	require.Equal(t, id+"/turn-2", second.TurnID)
+	require.Equal(t, "Two.", e.turnResult(second.TurnID).Text)
+	e.conversation(id, "the third run", func(c workflows.Conversation) bool { return c.Runs == 2 })
+	done := e.end(id, workflows.End{})
+	require.Equal(t, 2, done.TurnsStarted)
+
+	runIDs, _, _ := e.sessionRuns(id, run.GetRunID())
+	require.Len(t, runIDs, 3)
+	e.recordTo(sessionCorpusDir, "session_send_retried", id, runIDs[1])
+}
+
 // longSessionWindow is how many messages the long sessions keep waiting
 // ahead of the running turn, so turns run back to back (below
 // workflows.MaxPending).
