@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
+	"github.com/tollgate-dev/tollgate/internal/jail"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tool"
 )

@@ -1,6 +1,6 @@
 package builtin
 
-import "github.com/tollgate-dev/tollgate/activities/builtin/jail"
+import "github.com/tollgate-dev/tollgate/internal/jail"
 
 // containment is how the processes of one shell call are held together
 // (see package jail, which MCP stdio servers share).

@@ -75,8 +75,8 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
 	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/internal/jail"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 

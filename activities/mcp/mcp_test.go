@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
+	"github.com/tollgate-dev/tollgate/internal/jail"
 	"github.com/tollgate-dev/tollgate/internal/proctest"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tool"

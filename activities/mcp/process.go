@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/activities/builtin/jail"
+	"github.com/tollgate-dev/tollgate/internal/jail"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
