@@ -268,7 +268,7 @@ func printBanner(f flags, workspace, uiURL string, gw *devGateway) {
 		ui = fmt.Sprintf("  Temporal Web UI  %s\n", uiURL)
 	}
 	if gw != nil {
-		ui += fmt.Sprintf("  Gateway, inbox   %s/inbox  (dev mode: loopback only, requests without a key act as %q)\n", gw.url, gateway.DevPrincipal)
+		ui += fmt.Sprintf("  Gateway, inbox   %s/inbox  (dev mode: loopback only; same-origin requests without a key act as %q)\n", gw.url, gateway.DevPrincipal)
 		ui += fmt.Sprintf("  Dev API key      %s\n", gw.key)
 	}
 	fmt.Fprintf(os.Stderr, `

@@ -222,7 +222,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	logger.Info("Gateway listening", "url", scheme+"://"+f.listen, "inbox", scheme+"://"+f.listen+"/inbox",
 		"dev", f.dev, "links", opts.Links != nil, "sessions_survive_restart", f.sessionSecret != "")
 	if f.dev {
-		logger.Warn("Dev mode: requests without a key act as \"dev\" with every scope; do not expose this address")
+		logger.Warn("Dev mode: same-origin requests without a key act as \"dev\" with every scope; do not expose this address")
 	}
 	return srv.ListenAndServe(ctx, f.tlsCert, f.tlsKey)
 }
