@@ -83,18 +83,25 @@ func (e *env) conversation(sessionID, what string, cond func(workflows.Conversat
 // yet or not, and across worker and server restarts.
 func (e *env) turnResult(turnID string) workflows.Result {
 	e.t.Helper()
+	return awaitResult[workflows.Result](e, "turn", turnID)
+}
+
+// awaitResult waits for the latest run of workflow id to end and decodes
+// its result; a workflow that failed fails the test at once.
+func awaitResult[T any](e *env, what, id string) T {
+	e.t.Helper()
 	deadline := time.Now().Add(resultTimeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		var res workflows.Result
-		err := e.caller.GetWorkflow(ctx, turnID, "").Get(ctx, &res)
+		var res T
+		err := e.caller.GetWorkflow(ctx, id, "").Get(ctx, &res)
 		cancel()
 		if err == nil {
 			return res
 		}
 		var failed *temporal.WorkflowExecutionError
 		if errors.As(err, &failed) || time.Now().After(deadline) {
-			require.NoError(e.t, err, "turn %s did not end within %s", turnID, resultTimeout)
+			require.NoError(e.t, err, "%s %s did not end within %s", what, id, resultTimeout)
 		}
 		time.Sleep(pollEvery)
 	}
@@ -117,20 +124,7 @@ func rawConversation(c client.Client, sessionID string) (workflows.Conversation,
 // sessionResult waits for the session's latest run to end.
 func (e *env) sessionResult(sessionID string) workflows.SessionResult {
 	e.t.Helper()
-	deadline := time.Now().Add(resultTimeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		var res workflows.SessionResult
-		err := e.caller.GetWorkflow(ctx, sessionID, "").Get(ctx, &res)
-		cancel()
-		if err == nil {
-			return res
-		}
-		var failed *temporal.WorkflowExecutionError
-		if errors.As(err, &failed) || time.Now().After(deadline) {
-			require.NoError(e.t, err, "session %s did not end within %s", sessionID, resultTimeout)
-		}
-	}
+	return awaitResult[workflows.SessionResult](e, "session", sessionID)
 }
 
 func (e *env) end(sessionID string, end workflows.End) workflows.Conversation {
