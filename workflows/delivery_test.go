@@ -1,14 +1,12 @@
 package workflows_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/tollgate-dev/tollgate/internal/webhooktest"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,47 +23,6 @@ import (
 )
 
 var webhookSecret = []byte("0123456789abcdef0123456789abcdef")
-
-// receiver is a webhook endpoint that answers the statuses it was given
-// in order, then 200, and keeps the requests it got.
-type receiver struct {
-	*httptest.Server
-	mu       sync.Mutex
-	statuses []int
-	got      []delivery
-}
-
-type delivery struct {
-	header http.Header
-	body   []byte
-}
-
-func newReceiver(t *testing.T, statuses ...int) *receiver {
-	t.Helper()
-	r := &receiver{statuses: statuses}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var body bytes.Buffer
-		_, _ = body.ReadFrom(req.Body)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.got = append(r.got, delivery{header: req.Header.Clone(), body: body.Bytes()})
-		status := http.StatusOK
-		if len(r.statuses) > 0 {
-			status, r.statuses = r.statuses[0], r.statuses[1:]
-		}
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-func (r *receiver) deliveries() []delivery {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]delivery(nil), r.got...)
-}
-
-func (r *receiver) count() int { return len(r.deliveries()) }
 
 func newDeliverer(t *testing.T, urls ...string) *webhook.Deliverer {
 	t.Helper()
@@ -100,36 +57,36 @@ func deliver(t *testing.T, d *webhook.Deliverer, e webhook.Event) error {
 }
 
 func TestReceiverDownThreeTimesGetsTheFourthAttempt(t *testing.T) {
-	rcv := newReceiver(t, http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusBadGateway)
+	rcv := webhooktest.NewReceiver(t, http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusBadGateway)
 	require.NoError(t, deliver(t, newDeliverer(t, rcv.URL), waitingEvent()))
 
-	got := rcv.deliveries()
+	got := rcv.Deliveries()
 	require.Len(t, got, 4)
 	// Checked as a receiver would: with the spec library, configured from
 	// the whsec_ string an operator hands out.
 	wh, err := standardwebhooks.NewWebhook("whsec_" + base64.StdEncoding.EncodeToString(webhookSecret))
 	require.NoError(t, err)
 	for _, d := range got {
-		require.Equal(t, "turn-1/call.waiting/call_1/1", d.header.Get("webhook-id"), "receivers drop duplicates by this id")
-		require.Equal(t, got[0].body, d.body)
-		require.NoError(t, wh.Verify(d.body, d.header))
+		require.Equal(t, "turn-1/call.waiting/call_1/1", d.Header.Get("webhook-id"), "receivers drop duplicates by this id")
+		require.Equal(t, got[0].Body, d.Body)
+		require.NoError(t, wh.Verify(d.Body, d.Header))
 	}
 }
 
 func TestGoodReceiverIsNotDeliveredTwice(t *testing.T) {
-	good := newReceiver(t)
-	flaky := newReceiver(t, http.StatusInternalServerError, http.StatusTooManyRequests)
+	good := webhooktest.NewReceiver(t)
+	flaky := webhooktest.NewReceiver(t, http.StatusInternalServerError, http.StatusTooManyRequests)
 	require.NoError(t, deliver(t, newDeliverer(t, good.URL, flaky.URL), waitingEvent()))
-	require.Equal(t, 1, good.count())
-	require.Equal(t, 3, flaky.count())
+	require.Equal(t, 1, good.Count())
+	require.Equal(t, 3, flaky.Count())
 }
 
 func TestReceiverGoneStopsOnlyItself(t *testing.T) {
-	good := newReceiver(t, http.StatusInternalServerError)
-	gone := newReceiver(t, http.StatusGone)
+	good := webhooktest.NewReceiver(t, http.StatusInternalServerError)
+	gone := webhooktest.NewReceiver(t, http.StatusGone)
 	err := deliver(t, newDeliverer(t, good.URL, gone.URL), waitingEvent())
-	require.Equal(t, 2, good.count(), "the other receiver still gets its retry")
-	require.Equal(t, 1, gone.count(), "a receiver that answered 410 is not asked again")
+	require.Equal(t, 2, good.Count(), "the other receiver still gets its retry")
+	require.Equal(t, 1, gone.Count(), "a receiver that answered 410 is not asked again")
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%v", err)
 	require.Equal(t, webhook.ErrTypeReceiverGone, appErr.Type())
@@ -146,7 +103,7 @@ func TestReceiverDownForAnHourGetsTheEvent(t *testing.T) {
 	for i := range failures {
 		failures[i] = http.StatusBadGateway
 	}
-	rcv := newReceiver(t, failures...)
+	rcv := webhooktest.NewReceiver(t, failures...)
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	newDeliverer(t, rcv.URL).Register(env)
@@ -162,7 +119,7 @@ func TestReceiverDownForAnHourGetsTheEvent(t *testing.T) {
 	env.ExecuteWorkflow("uncapped", waitingEvent())
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, 13, rcv.count())
+	require.Equal(t, 13, rcv.Count())
 	elapsed := env.Now().Sub(start)
 	require.Greater(t, elapsed, time.Hour)
 	require.Less(t, elapsed, 2*time.Hour, "retries keep coming every 10 minutes")

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"github.com/tollgate-dev/tollgate/internal/webhooktest"
 	"strings"
 	"testing"
 
@@ -15,13 +16,13 @@ import (
 func TestLinksCarryTheTurnsRun(t *testing.T) {
 	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
-	rcv := newReceiver(t)
+	rcv := webhooktest.NewReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}, Links: signer, GatewayURL: "https://tollgate.example.com"}))
 	e := waitingEvent()
 	e.Run = "run-of-turn-1"
 	_, err = env.ExecuteActivity(webhook.DeliverName, e)
 	require.NoError(t, err)
-	l := verify(t, rcv.deliveries()[0]).Data.Links
+	l := verify(t, rcv.Deliveries()[0]).Data.Links
 	require.NotNil(t, l)
 	for _, u := range []string{l.Approve, l.Deny} {
 		token := u[strings.LastIndexByte(u, '/')+1:]
@@ -37,7 +38,7 @@ func TestLinksCarryTheTurnsRun(t *testing.T) {
 	e.Run = ""
 	_, err = env.ExecuteActivity(webhook.DeliverName, e)
 	require.NoError(t, err)
-	p := verify(t, rcv.deliveries()[1])
+	p := verify(t, rcv.Deliveries()[1])
 	require.Nil(t, p.Data.Links)
 	require.Equal(t, "call_1", p.Data.Card.CallID)
 }

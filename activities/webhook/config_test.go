@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"bytes"
 	"encoding/base64"
+	"github.com/tollgate-dev/tollgate/internal/webhooktest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -123,8 +124,8 @@ func TestFromEnv(t *testing.T) {
 func TestHeartbeatDetailsHoldNoURLs(t *testing.T) {
 	// Heartbeat details reach history when an attempt fails; receiver URLs
 	// (which often hold a token) must not.
-	good := newReceiver(t)
-	bad := newReceiver(t, 500)
+	good := webhooktest.NewReceiver(t)
+	bad := webhooktest.NewReceiver(t, 500)
 	d := deliverer(t, webhook.Options{URLs: []string{good.URL + "/hook/SECRETPATH", bad.URL}})
 	env := activityEnv(d)
 	var details [][]byte

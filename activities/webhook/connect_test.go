@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"encoding/json"
+	"github.com/tollgate-dev/tollgate/internal/webhooktest"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 func TestWaitingConnectionCarriesAConnectLink(t *testing.T) {
 	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
-	rcv := newReceiver(t)
+	rcv := webhooktest.NewReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}, Links: signer, GatewayURL: "https://tollgate.example.com"}))
 	e := waitingEvent()
 	e.User = "alice"
@@ -30,7 +31,7 @@ func TestWaitingConnectionCarriesAConnectLink(t *testing.T) {
 		_, err := env.ExecuteActivity(webhook.DeliverName, e)
 		require.NoError(t, err)
 	}
-	got := rcv.deliveries()
+	got := rcv.Deliveries()
 	require.Len(t, got, 2)
 	l := verify(t, got[0]).Data.Links
 	require.NotNil(t, l)

@@ -5,12 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
+	"github.com/tollgate-dev/tollgate/internal/webhooktest"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,55 +30,16 @@ var (
 	eventAt    = time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)
 )
 
-// receiver is a webhook endpoint that answers the statuses it was given
-// in order, then 200, and keeps what it got.
-type receiver struct {
-	*httptest.Server
-	mu       sync.Mutex
-	statuses []int
-	got      []delivery
-}
-
-type delivery struct {
-	header http.Header
-	body   []byte
-}
-
-func newReceiver(t *testing.T, statuses ...int) *receiver {
-	t.Helper()
-	r := &receiver{statuses: statuses}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.got = append(r.got, delivery{header: req.Header.Clone(), body: body})
-		status := http.StatusOK
-		if len(r.statuses) > 0 {
-			status, r.statuses = r.statuses[0], r.statuses[1:]
-		}
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte("receiver stack trace: db password hunter2"))
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-func (r *receiver) deliveries() []delivery {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]delivery(nil), r.got...)
-}
-
 // verify checks a delivery the way a receiver would: with the spec
 // library, configured from the whsec_ string an operator hands out.
-func verify(t *testing.T, d delivery) webhook.Payload {
+func verify(t *testing.T, d webhooktest.Delivery) webhook.Payload {
 	t.Helper()
 	wh, err := standardwebhooks.NewWebhook("whsec_" + base64.StdEncoding.EncodeToString(secret))
 	require.NoError(t, err)
-	require.NoError(t, wh.Verify(d.body, d.header))
-	require.Equal(t, "application/json", d.header.Get("Content-Type"))
+	require.NoError(t, wh.Verify(d.Body, d.Header))
+	require.Equal(t, "application/json", d.Header.Get("Content-Type"))
 	var p webhook.Payload
-	dec := json.NewDecoder(bytes.NewReader(d.body))
+	dec := json.NewDecoder(bytes.NewReader(d.Body))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&p))
 	return p
@@ -125,17 +85,17 @@ func activityEnv(d *webhook.Deliverer) *testsuite.TestActivityEnvironment {
 }
 
 func TestSignatureVerifiesWithSpecLibrary(t *testing.T) {
-	rcv := newReceiver(t)
+	rcv := webhooktest.NewReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}}))
 	e := waitingEvent()
 	before := time.Now().Unix()
 	_, err := env.ExecuteActivity(webhook.DeliverName, e)
 	require.NoError(t, err)
 
-	got := rcv.deliveries()
+	got := rcv.Deliveries()
 	require.Len(t, got, 1)
-	require.Equal(t, e.ID, got[0].header.Get("webhook-id"))
-	ts, err := strconv.ParseInt(got[0].header.Get("webhook-timestamp"), 10, 64)
+	require.Equal(t, e.ID, got[0].Header.Get("webhook-id"))
+	ts, err := strconv.ParseInt(got[0].Header.Get("webhook-timestamp"), 10, 64)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, ts, before, "the timestamp is the attempt's, not the event's")
 	p := verify(t, got[0])
@@ -149,17 +109,17 @@ func TestSignatureVerifiesWithSpecLibrary(t *testing.T) {
 	// A body changed in transit, or signed with another secret, fails.
 	wh, err := standardwebhooks.NewWebhookRaw(secret)
 	require.NoError(t, err)
-	tampered := bytes.Replace(got[0].body, []byte("turn-1"), []byte("turn-2"), 1)
-	require.ErrorIs(t, wh.Verify(tampered, got[0].header), standardwebhooks.ErrNoMatchingSignature)
+	tampered := bytes.Replace(got[0].Body, []byte("turn-1"), []byte("turn-2"), 1)
+	require.ErrorIs(t, wh.Verify(tampered, got[0].Header), standardwebhooks.ErrNoMatchingSignature)
 	other, err := standardwebhooks.NewWebhookRaw(bytes.Repeat([]byte("x"), 32))
 	require.NoError(t, err)
-	require.ErrorIs(t, other.Verify(got[0].body, got[0].header), standardwebhooks.ErrNoMatchingSignature)
+	require.ErrorIs(t, other.Verify(got[0].Body, got[0].Header), standardwebhooks.ErrNoMatchingSignature)
 }
 
 func TestWaitingEventLinksVerifyAndCarryTheCall(t *testing.T) {
 	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
-	rcv := newReceiver(t)
+	rcv := webhooktest.NewReceiver(t)
 	d := deliverer(t, webhook.Options{
 		URLs: []string{rcv.URL}, Links: signer, GatewayURL: "https://tollgate.example.com/", LinkTTL: 2 * time.Hour,
 	})
@@ -170,7 +130,7 @@ func TestWaitingEventLinksVerifyAndCarryTheCall(t *testing.T) {
 	_, err = env.ExecuteActivity(webhook.DeliverName, e)
 	require.NoError(t, err)
 
-	got := rcv.deliveries()
+	got := rcv.Deliveries()
 	require.Len(t, got, 2)
 	p := verify(t, got[0])
 	require.NotNil(t, p.Data.Links)
@@ -198,7 +158,7 @@ func TestWaitingEventLinksVerifyAndCarryTheCall(t *testing.T) {
 	e.ID = "turn-1/call.waiting/call_1/2"
 	_, err = env.ExecuteActivity(webhook.DeliverName, e)
 	require.NoError(t, err)
-	again := verify(t, rcv.deliveries()[2]).Data.Links
+	again := verify(t, rcv.Deliveries()[2]).Data.Links
 	token, _ := strings.CutPrefix(again.Approve, "https://tollgate.example.com/v1/links/")
 	c, err := signer.VerifyLink(token, eventAt)
 	require.NoError(t, err)
@@ -208,7 +168,7 @@ func TestWaitingEventLinksVerifyAndCarryTheCall(t *testing.T) {
 func TestLinksOnlyForApprovals(t *testing.T) {
 	signer, err := signedtoken.NewSigner(linkSecret)
 	require.NoError(t, err)
-	rcv := newReceiver(t)
+	rcv := webhooktest.NewReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}, Links: signer, GatewayURL: "http://127.0.0.1:8080"}))
 
 	question := waitingEvent()
@@ -223,20 +183,20 @@ func TestLinksOnlyForApprovals(t *testing.T) {
 		_, err := env.ExecuteActivity(webhook.DeliverName, e)
 		require.NoError(t, err)
 	}
-	for _, d := range rcv.deliveries() {
+	for _, d := range rcv.Deliveries() {
 		require.Nil(t, verify(t, d).Data.Links)
 	}
 }
 
 func TestTurnEndedIsBoundedAndKeepsOperatorDetail(t *testing.T) {
-	rcv := newReceiver(t)
+	rcv := webhooktest.NewReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}}))
 	_, err := env.ExecuteActivity(webhook.DeliverName, webhook.Event{
 		ID: "turn-1/turn.ended", Type: webhook.TypeTurnEnded, Turn: "turn-1", Status: "completed",
 		Text: strings.Repeat("é", webhook.MaxText), At: eventAt,
 	})
 	require.NoError(t, err)
-	p := verify(t, rcv.deliveries()[0])
+	p := verify(t, rcv.Deliveries()[0])
 	require.Equal(t, "completed", p.Data.Status)
 	require.LessOrEqual(t, len(p.Data.Text), webhook.MaxText)
 	require.True(t, strings.HasSuffix(p.Data.Text, results.TruncatedMarker))
@@ -247,14 +207,14 @@ func TestTurnEndedIsBoundedAndKeepsOperatorDetail(t *testing.T) {
 	failed.Card.Failure = &results.Failure{Reason: results.FailureInternal, Ref: "ref-7", Detail: "dial tcp 10.0.0.3:5432: connection refused"}
 	_, err = env.ExecuteActivity(webhook.DeliverName, failed)
 	require.NoError(t, err)
-	got := rcv.deliveries()[1]
-	require.NotContains(t, string(got.body), "10.0.0.3")
+	got := rcv.Deliveries()[1]
+	require.NotContains(t, string(got.Body), "10.0.0.3")
 	require.Equal(t, "ref-7", verify(t, got).Data.Card.Failure.Ref)
 	require.Equal(t, "dial tcp 10.0.0.3:5432: connection refused", failed.Card.Failure.Detail, "the caller's card is not modified")
 }
 
 func TestRedirectsAreNotFollowed(t *testing.T) {
-	elsewhere := newReceiver(t)
+	elsewhere := webhooktest.NewReceiver(t)
 	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, elsewhere.URL+"/steal", http.StatusTemporaryRedirect)
 	}))
@@ -267,11 +227,11 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	require.Equal(t, webhook.ErrTypeDeliveryFailed, appErr.Type())
 	require.False(t, appErr.NonRetryable())
 	require.Contains(t, appErr.Error(), "307 Temporary Redirect (redirects are not followed")
-	require.Empty(t, elsewhere.deliveries())
+	require.Empty(t, elsewhere.Deliveries())
 }
 
 func TestFailuresNameTheReceiverNotItsSecretsOrBody(t *testing.T) {
-	rcv := newReceiver(t, http.StatusUnauthorized)
+	rcv := webhooktest.NewReceiver(t, http.StatusUnauthorized)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL + "/hooks/T000/B000/SECRETPATH?token=SECRETQUERY"}}))
 	_, err := env.ExecuteActivity(webhook.DeliverName, waitingEvent())
 	require.ErrorContains(t, err, rcv.URL+"/… answered 401 Unauthorized")
@@ -301,13 +261,13 @@ func TestSlowReceiverTimesOut(t *testing.T) {
 	}))
 	defer slow.Close()
 	defer close(release)
-	fast := newReceiver(t)
+	fast := webhooktest.NewReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{slow.URL, fast.URL}, Timeout: 200 * time.Millisecond}))
 	start := time.Now()
 	_, err := env.ExecuteActivity(webhook.DeliverName, waitingEvent())
 	require.ErrorContains(t, err, slow.URL+": no answer within 200ms")
 	require.Less(t, time.Since(start), 5*time.Second)
-	require.Len(t, fast.deliveries(), 1, "receivers are sent to at once; a slow one delays no other")
+	require.Len(t, fast.Deliveries(), 1, "receivers are sent to at once; a slow one delays no other")
 }
 
 func TestRetryAfterSetsTheNextAttempt(t *testing.T) {
@@ -332,7 +292,7 @@ func TestRetryAfterSetsTheNextAttempt(t *testing.T) {
 }
 
 func TestBadEventsAreNotRetried(t *testing.T) {
-	rcv := newReceiver(t)
+	rcv := webhooktest.NewReceiver(t)
 	env := activityEnv(deliverer(t, webhook.Options{URLs: []string{rcv.URL}}))
 	for name, tc := range map[string]struct {
 		edit func(*webhook.Event)
@@ -358,7 +318,7 @@ func TestBadEventsAreNotRetried(t *testing.T) {
 			require.Contains(t, appErr.Error(), tc.want)
 		})
 	}
-	require.Empty(t, rcv.deliveries())
+	require.Empty(t, rcv.Deliveries())
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
