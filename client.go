@@ -124,6 +124,50 @@ func (c Client) StateWithOptions(ctx context.Context, o StateOptions) (workflows
 	return s, nil
 }
 
+// CardsOptions page through every card of a turn, in call order.
+type CardsOptions struct {
+	TurnID string
+	// Offset is the index of the first call wanted, counted from 0 across
+	// the turn; Limit bounds the page (zero: as many as one answer holds,
+	// 500).
+	Offset, Limit int
+}
+
+// Cards returns a page of the turn's cards. A turn that continued as new
+// keeps each card in the run where its call ended, so a page before the
+// latest run's calls is read from the earlier run that holds it (runs
+// stay readable as long as the namespace retains them).
+func (c Client) Cards(ctx context.Context, o CardsOptions) (workflows.Cards, error) {
+	page, err := c.cardsOfRun(ctx, o.TurnID, "", workflows.CardsPage{Offset: o.Offset, Limit: o.Limit})
+	if err != nil || o.Offset >= page.First {
+		return page, err
+	}
+	for _, r := range page.Runs {
+		if o.Offset < r.First || o.Offset >= r.First+r.Count {
+			continue
+		}
+		earlier, err := c.cardsOfRun(ctx, o.TurnID, r.RunID, workflows.CardsPage{Offset: o.Offset, Limit: o.Limit})
+		if err != nil {
+			return workflows.Cards{}, err
+		}
+		earlier.Total, earlier.Runs = page.Total, page.Runs
+		return earlier, nil
+	}
+	return workflows.Cards{Cards: []results.Card{}, Offset: o.Offset, First: page.First, Total: page.Total, Runs: page.Runs}, nil
+}
+
+func (c Client) cardsOfRun(ctx context.Context, turnID, runID string, p workflows.CardsPage) (workflows.Cards, error) {
+	v, err := c.Temporal.QueryWorkflow(ctx, turnID, runID, workflows.CardsQuery, p)
+	if err != nil {
+		return workflows.Cards{}, fmt.Errorf("query the cards of turn %s: %w", turnID, err)
+	}
+	var out workflows.Cards
+	if err := v.Get(&out); err != nil {
+		return workflows.Cards{}, fmt.Errorf("decode the cards of turn %s: %w", turnID, err)
+	}
+	return out, nil
+}
+
 // RespondOptions name the run RespondWithOptions answers and the Update
 // it sends.
 type RespondOptions struct {

@@ -210,6 +210,7 @@ func (s *Server) routes() {
 		http.MethodPost: s.requireScope(apikey.Start, s.startTurn),
 	}))
 	m.Handle("/v1/turns/{id}", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getTurn)})))
+	m.Handle("/v1/turns/{id}/cards", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getCards)})))
 	m.Handle("/v1/turns/{id}/respond", s.api(withTurnID(methods{http.MethodPost: s.requireScope(apikey.Respond, s.respond)})))
 	m.Handle("/v1/links/{token}", s.page(methods{
 		http.MethodGet:  http.HandlerFunc(s.linkPage),

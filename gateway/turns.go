@@ -199,6 +199,37 @@ func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
+// getCards pages through every card of a turn, across the runs of a turn
+// that continued as new: ?offset=N (from 0) and ?limit=M (at most 500).
+func (s *Server) getCards(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var page [2]int
+	for i, name := range []string{"offset", "limit"} {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(w, r, http.StatusBadRequest, fmt.Sprintf("%s must be a whole number of 0 or more, not %q", name, v))
+			return
+		}
+		page[i] = n
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+	defer cancel()
+	if _, err := s.reach(ctx, principal(r), id); err != nil {
+		s.temporalFailure(w, r, "read the turn", err)
+		return
+	}
+	cards, err := s.turns.Cards(ctx, tollgate.CardsOptions{TurnID: id, Offset: page[0], Limit: page[1]})
+	if err != nil {
+		s.temporalFailure(w, r, "read the turn's cards", s.noWorker(ctx, err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, cards)
+}
+
 // startRequest is the body of POST /v1/turns: the turn's input, and
 // optionally its id.
 type startRequest struct {

@@ -231,6 +231,36 @@ func Export(ctx context.Context, c client.Client, workflowID, runID string, w io
 	return Write(w, h)
 }
 
+// Runs lists the run ids of a turn that continued as new, oldest first:
+// from the chain's first run, each run's continue-as-new event names the
+// next. A turn that never continued has one run.
+func Runs(ctx context.Context, c client.Client, workflowID string) ([]string, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", workflowID, err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	run := info.GetFirstRunId()
+	if run == "" {
+		return []string{info.GetExecution().GetRunId()}, nil
+	}
+	var runs []string
+	for run != "" {
+		runs = append(runs, run)
+		it := c.GetWorkflowHistory(ctx, workflowID, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+		next := ""
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				return nil, fmt.Errorf("read how run %s of %s ended: %w", run, workflowID, err)
+			}
+			next = e.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
+		}
+		run = next
+	}
+	return runs, nil
+}
+
 // Write encodes h the way Export does; recorders that already hold a
 // history use it to write corpus files.
 func Write(w io.Writer, h *historypb.History) error {

@@ -137,6 +137,10 @@ func (f *fakeSessions) Export(context.Context, string, string, io.Writer) error 
 	return errors.New("not a turn")
 }
 
+func (f *fakeSessions) Runs(context.Context, string) ([]string, error) {
+	return nil, errors.New("not a turn")
+}
+
 func (f *fakeSessions) Close() {}
 
 func runChat(t *testing.T, f *fakeSessions, stdin string, args ...string) outcome {

@@ -46,6 +46,8 @@ type turns interface {
 	Result(ctx context.Context, id, runID string) (workflows.Result, error)
 	// Export writes the run's history in the CLI's JSON format.
 	Export(ctx context.Context, id, runID string, w io.Writer) error
+	// Runs lists the runs of a turn that continued as new, oldest first.
+	Runs(ctx context.Context, id string) ([]string, error)
 	Close()
 }
 
@@ -168,6 +170,14 @@ func (t *temporalTurns) Result(ctx context.Context, id, runID string) (workflows
 		return res, t.explain(err, id, "wait for the result")
 	}
 	return res, nil
+}
+
+func (t *temporalTurns) Runs(ctx context.Context, id string) ([]string, error) {
+	runs, err := replay.Runs(ctx, t.c, id)
+	if err != nil {
+		return nil, t.explain(err, id, "list the runs")
+	}
+	return runs, nil
 }
 
 func (t *temporalTurns) Export(ctx context.Context, id, runID string, w io.Writer) error {

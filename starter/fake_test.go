@@ -38,6 +38,9 @@ type fakeTurns struct {
 	resultErr error
 	closed    bool
 	history   string
+	// runs, when set, are the turn's runs; Export then writes the run's
+	// id after the history.
+	runs []string
 }
 
 type startCall struct {
@@ -110,9 +113,17 @@ func (f *fakeTurns) Result(ctx context.Context, _, _ string) (workflows.Result, 
 	}
 }
 
-func (f *fakeTurns) Export(_ context.Context, _, _ string, w io.Writer) error {
-	_, err := io.WriteString(w, f.history)
+func (f *fakeTurns) Export(_ context.Context, _, run string, w io.Writer) error {
+	h := f.history
+	if f.runs != nil {
+		h += run
+	}
+	_, err := io.WriteString(w, h)
 	return err
+}
+
+func (f *fakeTurns) Runs(context.Context, string) ([]string, error) {
+	return f.runs, nil
 }
 
 func (f *fakeTurns) Close() {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 	"github.com/tollgate-dev/tollgate/replay"
@@ -14,6 +17,8 @@ func (c *cli) cmdHistory(ctx context.Context, args []string) error {
 	var run, out string
 	fs.StringVar(&run, "run", "", "run `id` (default the latest run)")
 	fs.StringVar(&out, "o", "", "write to `file` instead of stdout")
+	var all string
+	fs.StringVar(&all, "all-runs", "", "write every run of a turn that continued as new into `dir`, as ID.json, ID.run2.json, ...")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -27,6 +32,12 @@ func (c *cli) cmdHistory(ctx context.Context, args []string) error {
 		return err
 	}
 	defer t.Close()
+	if all != "" {
+		if run != "" || out != "" {
+			return &usageError{msg: "history: --all-runs writes every run; it does not go with --run or -o"}
+		}
+		return c.historyRuns(ctx, t, id, all)
+	}
 	if out == "" {
 		return t.Export(ctx, id, run, c.stdout)
 	}
@@ -39,6 +50,33 @@ func (c *cli) cmdHistory(ctx context.Context, args []string) error {
 		return writeJSON(c.stdout, map[string]string{"workflow_id": id, "file": out})
 	}
 	fmt.Fprintf(c.stdout, "wrote the history of %s to %s (replay it with: starter replay %s)\n", id, out, out)
+	return nil
+}
+
+// historyRuns writes every run of turn id into dir.
+func (c *cli) historyRuns(ctx context.Context, t turns, id, dir string) error {
+	runs, err := t.Runs(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	files := make([]string, len(runs))
+	for i, run := range runs {
+		name := id + ".json"
+		if i > 0 {
+			name = fmt.Sprintf("%s.run%d.json", id, i+1)
+		}
+		files[i] = filepath.Join(dir, strings.ReplaceAll(name, "/", "_"))
+		if err := atomicfile.WriteWith(files[i], func(w io.Writer) error { return t.Export(ctx, id, run, w) }, 0o644); err != nil {
+			return err
+		}
+	}
+	if c.g.json {
+		return writeJSON(c.stdout, map[string]any{"workflow_id": id, "files": files})
+	}
+	fmt.Fprintf(c.stdout, "wrote %d runs of %s to %s (replay them with: starter replay %s)\n", len(runs), id, dir, dir)
 	return nil
 }
 

@@ -433,6 +433,26 @@ func TestHistoryWritesToStdoutOrAFile(t *testing.T) {
 	assert.Len(t, entries, 1, "no temporary file is left behind")
 }
 
+// --all-runs writes every run of a turn that continued as new, in order.
+func TestHistoryWritesEveryRun(t *testing.T) {
+	fake := newFake(workflows.State{})
+	fake.history = "history of "
+	fake.runs = []string{"r1", "r2", "r3"}
+	h := newHarness(t, fake)
+	dir := filepath.Join(t.TempDir(), "runs")
+	o := h.run("", "history", "T/1", "--all-runs", dir)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "wrote 3 runs of T/1 to "+dir)
+	for file, want := range map[string]string{"T_1.json": "history of r1", "T_1.run2.json": "history of r2", "T_1.run3.json": "history of r3"} {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(b))
+	}
+	o = h.run("", "history", "T", "--all-runs", dir, "--run", "r1")
+	assert.Equal(t, 2, o.code)
+	assert.Contains(t, o.stderr, "does not go with --run or -o")
+}
+
 func TestReplayVerb(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")

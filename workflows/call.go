@@ -32,6 +32,16 @@ type call struct {
 	queued bool
 	// runs counts the call's RunTool activities; it names each one.
 	runs int
+	// waitingSince is when the current wait began; waiting is set while
+	// the call is parked on it, previewing while its preview runs.
+	// resumed marks a wait a run took over from the run before: it was
+	// announced and previewed there already.
+	waitingSince time.Time
+	waiting      bool
+	previewing   bool
+	resumed      bool
+	// handed marks a call of a step the run before handed on.
+	handed bool
 }
 
 // startCalls makes a card for each call of one step. Calls that cannot run
@@ -98,7 +108,7 @@ func (t *turn) uniqueCallID(id string, i int) string {
 	if id == "" || (t.hardened() && !plainCallID(id)) {
 		id = fmt.Sprintf("call_%d_%d", t.step, i+1)
 	}
-	if t.find(id) == nil {
+	if t.free(id) {
 		return id
 	}
 	// Suffixes are only ever taken, so the search resumes where the last
@@ -106,11 +116,17 @@ func (t *turn) uniqueCallID(id string, i int) string {
 	// quadratic rescan.
 	n := max(t.nextSuffix[id], 2)
 	for ; ; n++ {
-		if alt := fmt.Sprintf("%s_%d", id, n); t.find(alt) == nil {
+		if alt := fmt.Sprintf("%s_%d", id, n); t.free(alt) {
 			t.nextSuffix[id] = n + 1
 			return alt
 		}
 	}
+}
+
+// free reports whether no call of the turn, in this run or an earlier
+// one, has the id.
+func (t *turn) free(id string) bool {
+	return t.find(id) == nil && !t.earlierIDs.has(id)
 }
 
 // plainCallID accepts the ids providers generate; anything else (huge,
@@ -140,12 +156,19 @@ func keepForPeople(args json.RawMessage) json.RawMessage {
 	return quoted
 }
 
-// runCalls drives every call of a step to a final state. Each call runs in
+// runStep drives every call of a step to a final state. Each call runs in
 // its own coroutine, so waits and runs overlap; the step ends when all are
-// final, even if the turn was cancelled meanwhile.
-func (t *turn) runCalls(ctx workflow.Context, step []*call) {
-	done := 0
+// final, even if the turn was cancelled meanwhile. It returns true,
+// instead, when the step is parked on people and the run has grown: the
+// turn then continues as new with the step as it stands.
+func (t *turn) runStep(ctx workflow.Context, step []*call) (handOn bool) {
+	done, driven := 0, 0
 	for _, c := range step {
+		if c.handed && c.card.State.Final() {
+			// Ended in the run before.
+			continue
+		}
+		driven++
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer func() { done++ }()
 			t.drive(ctx, c)
@@ -153,7 +176,18 @@ func (t *turn) runCalls(ctx workflow.Context, step []*call) {
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	_ = workflow.Await(dctx, func() bool { return done == len(step) })
+	for {
+		_ = workflow.Await(dctx, func() bool {
+			return done == driven || (ctx.Err() == nil && t.parked(ctx, step) && t.grown(ctx))
+		})
+		if done == driven {
+			return false
+		}
+		// A Signal not read yet may answer a call; then it runs first.
+		if !t.takeSignals(ctx) && t.parked(ctx, step) {
+			return true
+		}
+	}
 }
 
 func (t *turn) drive(ctx workflow.Context, c *call) {
@@ -174,12 +208,28 @@ func (t *turn) wait(ctx workflow.Context, c *call) {
 	defer t.timeWait(ctx, c)()
 	timeout := t.in.Policy.responseTimeout()
 	t.waitsChanged(ctx)
-	t.preview(ctx, c)
-	t.emitWaiting(ctx, c)
-	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
-		Timeout:      timeout,
-		TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("%s %s: %s", c.card.CallID, c.card.Tool, c.card.State)},
-	}, func() bool { return c.pending != nil || t.transferred() })
+	left := timeout
+	if c.resumed {
+		c.resumed = false
+		left = max(timeout-workflow.Now(ctx).Sub(c.waitingSince), 0)
+	} else {
+		c.waitingSince = workflow.Now(ctx)
+		c.previewing = true
+		t.preview(ctx, c)
+		c.previewing = false
+		t.emitWaiting(ctx, c)
+	}
+	c.waiting = true
+	ok, err := true, error(nil)
+	if left > 0 {
+		ok, err = workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+			Timeout:      left,
+			TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("%s %s: %s", c.card.CallID, c.card.Tool, c.card.State)},
+		}, func() bool { return c.pending != nil || t.transferred() })
+	} else {
+		ok = c.pending != nil || t.transferred()
+	}
+	c.waiting = false
 	switch {
 	case err != nil:
 		c.record(ctx, results.Decision{Decision: results.DecisionCancel, By: "tollgate", Reason: t.interruption()})

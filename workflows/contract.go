@@ -56,6 +56,9 @@ type Input struct {
 	// Only a workspace queue of this turn's own task queue counts; others,
 	// and any value where workers share one workspace, are ignored.
 	Workspace string `json:"workspace,omitempty"`
+	// Continued is what the run before handed on, in a turn that continued
+	// as new; callers leave it empty.
+	Continued *Continued `json:"continued,omitempty"`
 }
 
 // OnTimeout says what happens to a wait that outlives the response timeout.
@@ -173,8 +176,14 @@ func (s Status) Final() bool {
 type State struct {
 	Status Status `json:"status"`
 	Step   int    `json:"step"`
-	// Cards holds every call of the turn so far, in call order.
-	Cards []results.Card `json:"cards"`
+	// Cards holds the calls of the turn so far, in call order: all of
+	// them, or, past 100, every waiting call and the 100 most recent,
+	// Omitted counting the others (the cards query pages through all).
+	Cards   []results.Card `json:"cards"`
+	Omitted *CardCounts    `json:"omitted,omitempty"`
+	// Runs counts the runs of a turn that continued as new (zero when it
+	// did not).
+	Runs int `json:"runs,omitempty"`
 	// Error says why a failed turn failed, as Result.Error does.
 	Error string `json:"error,omitempty"`
 	// InvalidSignals counts respond Signals that were dropped because they
@@ -190,7 +199,9 @@ type Result struct {
 	Text string `json:"text"`
 	// Messages are the messages this turn added (the prompt onward).
 	Messages []results.Message `json:"messages"`
-	Cards    []results.Card    `json:"cards"`
+	// Cards and Omitted are as in State.
+	Cards   []results.Card `json:"cards"`
+	Omitted *CardCounts    `json:"omitted,omitempty"`
 	// Transfer is set when the status is transferred.
 	Transfer *results.Transfer `json:"transfer,omitempty"`
 	// Error says why a failed turn failed.

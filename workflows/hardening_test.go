@@ -56,15 +56,29 @@ func TestThousandsOfCallsSharingAnIDEndTheTurn(t *testing.T) {
 	res := h.run(t, Input{Prompt: "p", Tools: []string{"echo"}})
 
 	require.Equal(t, StatusCompleted, res.Status)
-	require.Len(t, res.Cards, 2000)
 	require.Len(t, h.log.all(), defaultMaxCallsPerStep)
+	// The result shows the last cards and counts the others; the cards
+	// query pages through them all.
+	require.Len(t, res.Cards, stateCards)
+	require.Equal(t, 2000-stateCards, res.Omitted.Total)
+	var all []results.Card
+	for len(all) < 2000 {
+		v, err := h.env.QueryWorkflow(CardsQuery, CardsPage{Offset: len(all)})
+		require.NoError(t, err)
+		var page Cards
+		require.NoError(t, v.Get(&page))
+		require.Equal(t, 2000, page.Total)
+		require.LessOrEqual(t, len(page.Cards), maxCardsPage)
+		all = append(all, page.Cards...)
+	}
 	seen := map[string]bool{}
-	for _, c := range res.Cards {
+	for _, c := range all {
 		require.False(t, seen[c.CallID], "duplicate call id %s", c.CallID)
 		seen[c.CallID] = true
 	}
-	require.Equal(t, "call_0", res.Cards[0].CallID)
-	require.Equal(t, "call_0_2000", res.Cards[1999].CallID)
+	require.Equal(t, "call_0", all[0].CallID)
+	require.Equal(t, "call_0_2000", all[1999].CallID)
+	require.Equal(t, all[1900:], res.Cards)
 }
 
 func TestOversizedArgumentsFailWithoutRunning(t *testing.T) {

@@ -58,6 +58,16 @@ func (t *turn) onUpdate(ctx workflow.Context, p converter.RawValue) (results.Car
 
 func (t *turn) receiveSignals(ctx workflow.Context) {
 	ch := workflow.GetSignalChannel(ctx, RespondName)
+	if t.long() {
+		// Wait for Signals without taking one in hand: a Signal this
+		// coroutine held but had not applied would be lost if the run
+		// continued as new before it ran again. Left in the channel,
+		// whoever reads next (this coroutine or the hand-over) applies it.
+		for workflow.Await(ctx, func() bool { return ch.Len() > 0 }) == nil {
+			t.takeSignals(ctx)
+		}
+		return
+	}
 	for {
 		// Decode by hand: a payload that is not a Response must be counted,
 		// not crash the workflow task. Receiving the payload undecoded
@@ -67,19 +77,26 @@ func (t *turn) receiveSignals(ctx workflow.Context) {
 		if more := ch.Receive(ctx, &payload); !more {
 			return
 		}
-		r, err := t.readResponse(payload)
-		if err != nil {
-			t.rejectSignal(err.Error())
-			workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "reason", t.lastInvalidSignal)
-			continue
-		}
-		if err := t.validateResponse(r); err != nil {
-			t.rejectSignal(err.Error())
-			workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "call_id", r.CallID, "reason", err.Error())
-			continue
-		}
-		t.find(r.CallID).accept(ctx, r)
+		t.takeSignal(ctx, payload)
 	}
+}
+
+// takeSignal applies one respond Signal, or counts it as invalid; it
+// reports whether the response was accepted.
+func (t *turn) takeSignal(ctx workflow.Context, payload converter.RawValue) bool {
+	r, err := t.readResponse(payload)
+	if err != nil {
+		t.rejectSignal(err.Error())
+		workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "reason", t.lastInvalidSignal)
+		return false
+	}
+	if err := t.validateResponse(r); err != nil {
+		t.rejectSignal(err.Error())
+		workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "call_id", r.CallID, "reason", err.Error())
+		return false
+	}
+	t.find(r.CallID).accept(ctx, r)
+	return true
 }
 
 func (t *turn) rejectSignal(reason string) {

@@ -45,8 +45,9 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // (fastToolsVersion) local tools and workspace affinity; version 5
 // (checkedVersion) refuses respond payloads over MaxRespondBytes and text
 // that is not UTF-8; version 6 (setupFailedVersion) ends a turn that
-// fails in setup as failed, with its reason. Turns that started before a
-// version replay as they ran.
+// fails in setup as failed, with its reason; version 7 (longTurnsVersion)
+// continues a grown turn as new. Turns that started before a version
+// replay as they ran.
 const (
 	hardeningChange  = "hardening"
 	hardeningVersion = 1
@@ -101,6 +102,22 @@ type turn struct {
 	invalidSignals    int
 	lastInvalidSignal string
 
+	// A turn that continued as new: cont is what the run before handed on,
+	// runsBefore the earlier runs, first the turn-wide index of calls[0],
+	// carried the unfinished step's calls; recent, earlier and earlierIDs
+	// stand for the calls of earlier runs. handedOn counts the calls this
+	// run handed to the next (calls[len(calls)-handedOn:]).
+	cont       *Continued
+	runsBefore []RunCards
+	first      int
+	carried    []*call
+	recent     []results.Card
+	earlier    CardCounts
+	earlierIDs idSet
+	handedOn   int
+	// steps counts this run's model calls.
+	steps int
+
 	// stop cancels the turn's run from inside (the history guard);
 	// stopReason then says why, where a cancellation would say "cancelled".
 	stop       workflow.CancelFunc
@@ -128,35 +145,62 @@ func (t *turn) fast() bool { return t.v >= fastToolsVersion }
 
 func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
-	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, setupFailedVersion)
+	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, longTurnsVersion)
 	t.ui = t.v >= uiVersion
-	if t.v >= outsideVersion {
-		t.features = f.record(ctx)
-	}
-	if t.fast() {
-		t.live = f
-		t.pin = t.features.WorkspaceQueue
-		if t.pin != "" && t.in.Workspace != "" {
-			t.continueIn(ctx, t.in.Workspace)
-		}
-	}
 	t.byID = map[string]*call{}
 	t.nextSuffix = map[string]int{}
+	t.earlierIDs = idSet{}
+	if t.in.Continued != nil {
+		if !t.long() {
+			return temporal.NewNonRetryableApplicationError("invalid turn input: continued is what a turn hands its next run, and this worker's turns do not continue as new", ErrTypeInvalidInput, nil)
+		}
+		if err := checkContinued(t.in); err != nil {
+			return temporal.NewNonRetryableApplicationError("invalid turn input: "+err.Error(), ErrTypeInvalidInput, nil)
+		}
+	}
+	switch {
+	case t.in.Continued != nil:
+		t.live = f
+	case t.v >= outsideVersion:
+		t.features = f.record(ctx)
+		if t.fast() {
+			t.live = f
+			t.pin = t.features.WorkspaceQueue
+			if t.pin != "" && t.in.Workspace != "" {
+				t.continueIn(ctx, t.in.Workspace)
+			}
+		}
+	}
 	if err := workflow.SetQueryHandler(ctx, StateQuery, func() (State, error) {
 		return t.snapshot(), nil
 	}); err != nil {
 		return fmt.Errorf("register state query: %w", err)
+	}
+	if t.long() {
+		if err := workflow.SetQueryHandler(ctx, CardsQuery, t.cardsPage); err != nil {
+			return fmt.Errorf("register cards query: %w", err)
+		}
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, RespondName, t.onUpdate, workflow.UpdateHandlerOptions{
 		Validator: t.validateUpdate,
 	}); err != nil {
 		return fmt.Errorf("register respond update: %w", err)
 	}
+	if c := t.in.Continued; c != nil {
+		// Before the Signals are read: a Signal may name a carried call.
+		if err := t.describeCarried(c); err != nil {
+			return err
+		}
+	}
 	workflow.Go(ctx, t.receiveSignals)
 	t.publish(ctx)
 
 	t.conv = append(t.conv, t.in.Messages...)
 	t.firstNew = len(t.conv)
+	if t.cont != nil {
+		// The result shows the reply the run continues after.
+		t.firstNew = 0
+	}
 	// A turn that continues a stored conversation holds only what follows
 	// its head: conv[:0] is stored, so the first call sends all of conv.
 	if err := checkHead(t.in.Head); err != nil {
@@ -166,7 +210,25 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 	if t.in.Prompt != "" {
 		t.conv = append(t.conv, results.UserText(t.in.Prompt))
 	}
+	if t.cont != nil {
+		return nil
+	}
 	return t.describeTools(ctx)
+}
+
+// describeCarried takes up the tools and state the run before handed on.
+func (t *turn) describeCarried(c *Continued) error {
+	t.specs = map[string]tool.Spec{}
+	t.schemas = map[string]*tool.Schema{}
+	for _, s := range c.Specs {
+		if err := t.addSpec(s); err != nil {
+			return err
+		}
+	}
+	if err := t.restore(c); err != nil {
+		return temporal.NewNonRetryableApplicationError("invalid turn input: continued: "+err.Error(), ErrTypeInvalidInput, nil)
+	}
+	return nil
 }
 
 // describeTools records the worker's tool specs in history, so approval
@@ -187,14 +249,21 @@ func (t *turn) describeTools(ctx workflow.Context) error {
 		return fmt.Errorf("describe tools: %w", err)
 	}
 	for _, s := range specs {
-		schema, err := tool.CompileShared(s.Schema)
-		if err != nil {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool %s has a schema that does not compile: %v", s.Name, err), ErrTypeInvalidInput, nil)
+		if err := t.addSpec(s); err != nil {
+			return err
 		}
-		t.specs[s.Name] = s
-		t.schemas[s.Name] = schema
-		t.defs = append(t.defs, model.ToolDef{Name: s.Name, Description: s.Description, Schema: s.Schema})
 	}
+	return nil
+}
+
+func (t *turn) addSpec(s tool.Spec) error {
+	schema, err := tool.CompileShared(s.Schema)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool %s has a schema that does not compile: %v", s.Name, err), ErrTypeInvalidInput, nil)
+	}
+	t.specs[s.Name] = s
+	t.schemas[s.Name] = schema
+	t.defs = append(t.defs, model.ToolDef{Name: s.Name, Description: s.Description, Schema: s.Schema})
 	return nil
 }
 
@@ -207,12 +276,24 @@ func (t *turn) run(ctx workflow.Context) (Result, error) {
 		ctx, t.stop = workflow.WithCancel(ctx)
 		workflow.Go(ctx, t.guardHistory)
 	}
+	if len(t.carried) > 0 {
+		if t.runStep(ctx, t.carried) {
+			return Result{}, t.continueAsNew(ctx, t.carried)
+		}
+		if err := t.endStep(ctx, t.carried); err != nil {
+			return Result{}, err
+		}
+	}
 	for t.status == StatusRunning {
 		if t.step == maxSteps {
 			t.status = StatusMaxSteps
 			break
 		}
+		if t.steps > 0 && t.grown(ctx) && ctx.Err() == nil {
+			return Result{}, t.continueAsNew(ctx, nil)
+		}
 		t.step++
+		t.steps++
 		reply, err := t.callModel(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -231,18 +312,29 @@ func (t *turn) run(ctx workflow.Context) (Result, error) {
 			break
 		}
 		step := t.startCalls(reply.ToolCalls)
-		t.runCalls(ctx, step)
-		if err := t.appendToolMessages(step); err != nil {
-			return Result{}, err
+		if t.runStep(ctx, step) {
+			return Result{}, t.continueAsNew(ctx, step)
 		}
-		switch {
-		case ctx.Err() != nil:
-			t.interrupted()
-		case t.transfer != nil:
-			t.status = StatusTransferred
+		if err := t.endStep(ctx, step); err != nil {
+			return Result{}, err
 		}
 	}
 	return t.finish(ctx)
+}
+
+// endStep gives the model the step's results and says what the step's
+// end means for the turn.
+func (t *turn) endStep(ctx workflow.Context, step []*call) error {
+	if err := t.appendToolMessages(step); err != nil {
+		return err
+	}
+	switch {
+	case ctx.Err() != nil:
+		t.interrupted()
+	case t.transfer != nil:
+		t.status = StatusTransferred
+	}
+	return nil
 }
 
 // interrupted ends a turn whose run was cancelled: by the caller, or by the
@@ -306,12 +398,14 @@ func (t *turn) finish(ctx workflow.Context) (Result, error) {
 		}
 		t.rejectSignal(fmt.Sprintf("the turn has ended (%s)", t.status))
 	}
+	cards, omitted := t.shownCards()
 	return Result{
 		Status:         t.status,
 		Text:           t.text,
 		Messages:       t.conv[t.firstNew:],
 		Head:           t.head,
-		Cards:          t.cards(),
+		Cards:          cards,
+		Omitted:        omitted,
 		Transfer:       t.transfer,
 		Error:          t.failure,
 		Steps:          t.step,
@@ -355,7 +449,7 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	err := workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeTranscriptMissing {
-		if t.in.Head != "" {
+		if t.partial() {
 			// Resending "the whole conversation" would drop everything
 			// before the head, which this turn never held.
 			return results.Message{}, headMissing()
@@ -369,7 +463,7 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	}
 	reply := res.Response.Message
 	reply.Role = results.RoleAssistant
-	if res.Transcript == "" && t.in.Head != "" {
+	if res.Transcript == "" && t.partial() {
 		// Sending the conversation whole is no fallback here either; the
 		// reply is not kept, so Head still covers all but the unstored tail.
 		t.usage.InputTokens += res.Response.Usage.InputTokens
@@ -387,6 +481,22 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	t.usage.InputTokens += res.Response.Usage.InputTokens
 	t.usage.OutputTokens += res.Response.Usage.OutputTokens
 	return reply, nil
+}
+
+// runs counts the runs of a turn that continued as new, zero for one that
+// did not.
+func (t *turn) runs() int {
+	if len(t.runsBefore) == 0 {
+		return 0
+	}
+	return len(t.runsBefore) + 1
+}
+
+// partial reports whether the turn holds only the end of its
+// conversation, the rest being in the transcript store under its head: it
+// cannot send the conversation whole when the store loses it.
+func (t *turn) partial() bool {
+	return t.in.Head != ""
 }
 
 // modelFailure is the turn's error text: the provider's classified error
@@ -437,10 +547,13 @@ func (t *turn) currentStatus() Status {
 }
 
 func (t *turn) snapshot() State {
+	cards, omitted := t.shownCards()
 	return State{
 		Status:            t.currentStatus(),
 		Step:              t.step,
-		Cards:             t.cards(),
+		Cards:             cards,
+		Omitted:           omitted,
+		Runs:              t.runs(),
 		Error:             t.failure,
 		InvalidSignals:    t.invalidSignals,
 		LastInvalidSignal: t.lastInvalidSignal,

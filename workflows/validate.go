@@ -1,7 +1,14 @@
 package workflows
 
+import "fmt"
+
 // ValidateInput says why a turn's input cannot run, before anything starts
 // it: the gateway answers 400 with the sentence instead of starting a turn
 // that fails at once as InvalidTurnInput. AgentTurn checks the same rules
 // itself, for starters that skip this.
-func ValidateInput(in Input) error { return validateInput(in) }
+func ValidateInput(in Input) error {
+	if in.Continued != nil {
+		return fmt.Errorf("continued is what a turn hands its next run when it continues as new; a new turn leaves it empty")
+	}
+	return validateInput(in)
+}
