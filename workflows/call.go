@@ -42,6 +42,8 @@ type call struct {
 	resumed      bool
 	// handed marks a call of a step the run before handed on.
 	handed bool
+	// budget marks a turn's budget wait, which is no tool call.
+	budget bool
 }
 
 // startCalls makes a card for each call of one step. Calls that cannot run
@@ -98,6 +100,7 @@ func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
 		t.calls = append(t.calls, c)
 		t.byID[c.card.CallID] = c
 		step = append(step, c)
+		t.toolCalls++
 	}
 	return step
 }

@@ -127,7 +127,7 @@ func carriedFields(sessionID string, c *Carried) error {
 }
 
 var finalStatuses = map[Status]bool{
-	StatusCompleted: true, StatusFailed: true, StatusCancelled: true, StatusTransferred: true, StatusMaxSteps: true,
+	StatusCompleted: true, StatusFailed: true, StatusCancelled: true, StatusTransferred: true, StatusMaxSteps: true, StatusBudgetExhausted: true,
 }
 
 func maxLen(field, v string, max int) error {

@@ -90,6 +90,10 @@ type Policy struct {
 	// on another worker. It matters only where workers do not share one
 	// workspace.
 	WorkspaceTimeout Duration `json:"workspace_timeout,omitempty"`
+	// Budget bounds what the turn uses; OnBudget says what happens when it
+	// is reached: ask a person (the default) or stop.
+	Budget   Budget   `json:"budget,omitempty"`
+	OnBudget OnBudget `json:"on_budget,omitempty"`
 }
 
 // Duration is a time.Duration written in JSON as a string ParseDuration
@@ -184,6 +188,8 @@ type State struct {
 	// Runs counts the runs of a turn that continued as new (zero when it
 	// did not).
 	Runs int `json:"runs,omitempty"`
+	// Budget is set for a turn with policy.budget.
+	Budget *BudgetState `json:"budget,omitempty"`
 	// Error says why a failed turn failed, as Result.Error does.
 	Error string `json:"error,omitempty"`
 	// InvalidSignals counts respond Signals that were dropped because they
@@ -205,10 +211,11 @@ type Result struct {
 	// Transfer is set when the status is transferred.
 	Transfer *results.Transfer `json:"transfer,omitempty"`
 	// Error says why a failed turn failed.
-	Error          string      `json:"error,omitempty"`
-	Steps          int         `json:"steps"`
-	Usage          model.Usage `json:"usage"`
-	InvalidSignals int         `json:"invalid_signals"`
+	Error          string       `json:"error,omitempty"`
+	Steps          int          `json:"steps"`
+	Usage          model.Usage  `json:"usage"`
+	Budget         *BudgetState `json:"budget,omitempty"`
+	InvalidSignals int          `json:"invalid_signals"`
 	// Head names the stored conversation through the turn's last model
 	// reply (Input.Head when the model never replied; empty when the
 	// worker could not store it). What follows that reply is not stored:

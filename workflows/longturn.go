@@ -140,6 +140,12 @@ type Continued struct {
 	Suffixes          map[string]int `json:"suffixes,omitempty"`
 	InvalidSignals    int            `json:"invalid_signals,omitempty"`
 	LastInvalidSignal string         `json:"last_invalid_signal,omitempty"`
+	// The turn's budget as people raised it, what counts against it, and
+	// when the turn's first run began.
+	Budget      Budget    `json:"budget,omitempty"`
+	BudgetWaits int       `json:"budget_waits,omitempty"`
+	ToolCalls   int       `json:"tool_calls,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
 }
 
 // CarriedCall is one call of the step a run handed on.
@@ -276,6 +282,10 @@ func (t *turn) continueAsNew(ctx workflow.Context, step []*call) error {
 		Earlier:           t.earlier,
 		InvalidSignals:    t.invalidSignals,
 		LastInvalidSignal: t.lastInvalidSignal,
+		Budget:            t.budget,
+		BudgetWaits:       t.budgetWaits,
+		ToolCalls:         t.toolCalls,
+		StartedAt:         t.startedAt,
 	}
 	ended := t.calls[:len(t.calls)-len(step)]
 	recent := append(slices.Clone(t.recent), cardsOf(ended)...)
@@ -325,6 +335,7 @@ func (t *turn) restore(c *Continued) error {
 		t.nextSuffix[id] = n
 	}
 	t.invalidSignals, t.lastInvalidSignal = c.InvalidSignals, c.LastInvalidSignal
+	t.budget, t.budgetWaits, t.toolCalls, t.startedAt = c.Budget, c.BudgetWaits, c.ToolCalls, c.StartedAt
 	t.sent = c.Sent
 	for _, cc := range c.Calls {
 		cl := &call{card: cc.Card, waitingSince: cc.WaitingSince, applied: cc.Applied, runs: cc.Runs, resumed: cc.Card.State.Waiting(), handed: true}

@@ -59,7 +59,7 @@ func (t *turn) toolLabel(name string) string {
 func statusLabel(s Status) string {
 	return metrics.OneOf(string(s),
 		string(StatusCompleted), string(StatusFailed), string(StatusCancelled),
-		string(StatusTransferred), string(StatusMaxSteps), string(StatusRunning), string(StatusWaiting))
+		string(StatusTransferred), string(StatusMaxSteps), string(StatusBudgetExhausted), string(StatusRunning), string(StatusWaiting))
 }
 
 // outcomeLabel says how a final call ended: success or transfer, the

@@ -164,6 +164,9 @@ func (t *turn) validateResponse(r Response) error {
 	}
 	switch r.Decision {
 	case results.DecisionApprove:
+		if c.budget && len(r.Arguments) > 0 {
+			return t.validateBudgetAnswer(c, r.Arguments)
+		}
 		if len(r.Arguments) > 0 {
 			if err := t.schemas[c.card.Tool].Validate(r.Arguments); err != nil {
 				return fmt.Errorf("the edited arguments for call %s do not validate: %v", c.card.CallID, err)

@@ -118,6 +118,14 @@ type turn struct {
 	// steps counts this run's model calls.
 	steps int
 
+	// budget is the turn's budget as people raised it; toolCalls counts
+	// the model's calls; startedAt is when the turn's first run began.
+	budget      Budget
+	budgetWaits int
+	toolCalls   int
+	startedAt   time.Time
+	lastSpent   Spent
+
 	// stop cancels the turn's run from inside (the history guard);
 	// stopReason then says why, where a cancellation would say "cancelled".
 	stop       workflow.CancelFunc
@@ -150,6 +158,7 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.byID = map[string]*call{}
 	t.nextSuffix = map[string]int{}
 	t.earlierIDs = idSet{}
+	t.budget, t.startedAt = t.in.Policy.Budget, workflow.Now(ctx)
 	if t.in.Continued != nil {
 		if !t.long() {
 			return temporal.NewNonRetryableApplicationError("invalid turn input: continued is what a turn hands its next run, and this worker's turns do not continue as new", ErrTypeInvalidInput, nil)
@@ -292,6 +301,14 @@ func (t *turn) run(ctx workflow.Context) (Result, error) {
 		if t.steps > 0 && t.grown(ctx) && ctx.Err() == nil {
 			return Result{}, t.continueAsNew(ctx, nil)
 		}
+		if !t.checkBudget(ctx) {
+			if ctx.Err() != nil {
+				t.interrupted()
+			} else {
+				t.status = StatusBudgetExhausted
+			}
+			break
+		}
 		t.step++
 		t.steps++
 		reply, err := t.callModel(ctx)
@@ -410,6 +427,7 @@ func (t *turn) finish(ctx workflow.Context) (Result, error) {
 		Error:          t.failure,
 		Steps:          t.step,
 		Usage:          t.usage,
+		Budget:         t.budgetState(),
 		InvalidSignals: t.invalidSignals,
 		Workspace:      t.pin,
 	}, nil
@@ -554,6 +572,7 @@ func (t *turn) snapshot() State {
 		Cards:             cards,
 		Omitted:           omitted,
 		Runs:              t.runs(),
+		Budget:            t.budgetState(),
 		Error:             t.failure,
 		InvalidSignals:    t.invalidSignals,
 		LastInvalidSignal: t.lastInvalidSignal,

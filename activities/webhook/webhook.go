@@ -42,6 +42,9 @@ const (
 	TypeCallWaiting = "call.waiting"
 	TypeCallDecided = "call.decided"
 	TypeTurnEnded   = "turn.ended"
+	// TypeTurnBudgetReached: the turn reached its budget and waits for a
+	// person; the card is its budget wait.
+	TypeTurnBudgetReached = "turn.budget_reached"
 )
 
 // DeliverName is the activity type of Deliverer.Deliver.
@@ -120,7 +123,7 @@ func (e Event) validate() error {
 		return errors.New("the event has no time")
 	}
 	switch e.Type {
-	case TypeCallWaiting, TypeCallDecided:
+	case TypeCallWaiting, TypeCallDecided, TypeTurnBudgetReached:
 		if e.Card == nil || e.Card.CallID == "" {
 			return fmt.Errorf("a %s event needs the call's card", e.Type)
 		}

@@ -49,7 +49,7 @@ type Filter struct {
 // statuses are the values TollgateStatus takes.
 var statuses = []workflows.Status{
 	workflows.StatusRunning, workflows.StatusWaiting, workflows.StatusCompleted, workflows.StatusFailed,
-	workflows.StatusCancelled, workflows.StatusTransferred, workflows.StatusMaxSteps,
+	workflows.StatusCancelled, workflows.StatusTransferred, workflows.StatusMaxSteps, workflows.StatusBudgetExhausted,
 }
 
 // Check reports the first thing wrong with f, as a sentence for the

@@ -17,18 +17,20 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// A flood of Signals grows a parked turn's history towards the server's
-// limits (which would terminate it, every call unanswered). The turn ends
-// itself first: failed, with the reason, every call answered, every
-// dropped Signal counted, protobuf garbage included.
+// A turn flooded with Signals while a tool runs cannot continue as new
+// (the tool's activity would be lost with the run), so its history guard
+// ends it before the server would terminate it: the running call is
+// stopped and reported with an unknown outcome, and every dropped Signal
+// is counted. (A parked turn continues as new instead: longturn_test.go.)
 func TestHistoryGuardEndsATurnFloodedWithSignals(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, "history_guard")
-	model := e.script(reply("", call("w1", "write_file", map[string]string{"path": "a.md", "content": "x"})))
+	g := newGate(t, "hold", false, true)
+	e := newEnv(t, "history_guard_running", g)
+	model := e.script(reply("", call("h1", "hold", map[string]string{"job": "x"})))
 	e.startWorker()
 	policy := workflows.Policy{MaxHistoryEvents: 120}
-	run := e.start(workflows.Input{Prompt: "Write a.md", Model: model, Tools: []string{"write_file"}, Policy: policy})
-	e.waitCard(run, "w1", results.StatePendingApproval)
+	run := e.start(workflows.Input{Prompt: "Hold", Model: model, Tools: []string{"hold"}, Policy: policy})
+	g.waitStarted(t, 1)
 
 	garbage := converter.NewRawValue(&commonpb.Payload{
 		Metadata: map[string][]byte{converter.MetadataEncoding: []byte(converter.MetadataEncodingProto), converter.MetadataMessageType: []byte("temporal.api.common.v1.Payloads")},
@@ -52,12 +54,11 @@ func TestHistoryGuardEndsATurnFloodedWithSignals(t *testing.T) {
 	require.Equal(t, workflows.StatusFailed, res.Status)
 	require.Contains(t, res.Error, "the turn's history reached")
 	require.Contains(t, res.Error, "limits 120")
-	c := mustCard(t, res.Cards, "w1")
-	require.Equal(t, results.StateRefused, c.State)
-	require.Equal(t, "the turn was ended because its history grew too large while this call waited", c.Reason)
+	c := mustCard(t, res.Cards, "h1")
+	require.Equal(t, results.StateFailed, c.State)
+	require.Equal(t, "the turn was ended because its history grew too large while this tool ran; it was stopped and its outcome is unknown", c.Failure.Message)
 	require.Len(t, toolTexts(res.Messages), 1, "every call is answered")
 	require.Equal(t, sent, res.InvalidSignals, "every dropped Signal is counted")
-	require.NoFileExists(t, e.ws+"/a.md")
 	e.record(run)
 }
 

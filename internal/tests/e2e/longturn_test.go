@@ -21,10 +21,17 @@ import (
 // guard's 1,000), so a test needs a few hundred events, not thousands.
 var lowHistory = workflows.Policy{MaxHistoryEvents: 1000}
 
-// latest is the turn's latest run, whatever run the test started.
+// latest is the turn's latest run, whatever run the test started: its
+// queries, Updates and Signals name no run.
 func (e *env) latest(run client.WorkflowRun) client.WorkflowRun {
-	return e.caller.GetWorkflow(context.Background(), run.GetID(), "")
+	return latestRun{e.caller.GetWorkflow(context.Background(), run.GetID(), "")}
 }
+
+// latestRun names no run; the SDK's own run from GetWorkflow resolves ""
+// to the run that was current when first asked, and keeps it.
+type latestRun struct{ client.WorkflowRun }
+
+func (latestRun) GetRunID() string { return "" }
 
 // runsOf reads the run ids of a turn's chain, oldest first, by following
 // each run's continue-as-new event, and the length of each run's history.
@@ -171,4 +178,62 @@ func (e *env) recordRuns(run client.WorkflowRun, ids []string) {
 		}
 		e.record(e.caller.GetWorkflow(context.Background(), run.GetID(), id))
 	}
+}
+
+// readSteps is n replies of one read_file call each, then "Done.".
+func (e *env) readSteps(n int) string {
+	require.NoError(e.t, os.WriteFile(filepath.Join(e.ws, "notes.txt"), []byte("notes"), 0o600))
+	replies := make([]scripted.Reply, 0, n+1)
+	for i := 1; i <= n; i++ {
+		replies = append(replies, reply("", call(fmt.Sprintf("r%d", i), "read_file", map[string]string{"path": "notes.txt"})))
+	}
+	return e.script(append(replies, expecting(reply("Done."), 1, "notes"))...)
+}
+
+// A budget reached parks the turn; approved with a new budget (an
+// Update) it goes on, denied (a Signal) it ends budget_exhausted with
+// every call answered. The history goes to the corpus.
+func TestBudgetPauseAnsweredBothWays(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "budget_asked")
+	model := e.readSteps(5)
+	e.startWorker()
+	run := e.start(workflows.Input{Prompt: "Read the notes", Model: model, Tools: []string{"read_file"},
+		Policy: workflows.Policy{Budget: workflows.Budget{ToolCalls: 2}}})
+	s := e.waitCard(run, "budget_1", results.StatePendingApproval)
+	require.Equal(t, workflows.StatusWaiting, s.Status)
+	require.Equal(t, workflows.Spent{ModelCalls: 2, ToolCalls: 2, Tokens: s.Budget.Spent.Tokens, WallTime: s.Budget.Spent.WallTime}, s.Budget.Spent)
+
+	_, err := respond(e.caller, run, workflows.Response{CallID: "budget_1", Decision: results.DecisionApprove, Arguments: []byte(`{"tool_calls":3}`), By: "lead"})
+	require.NoError(t, err)
+	e.waitCard(run, "budget_2", results.StatePendingApproval)
+	require.NoError(t, e.caller.SignalWorkflow(context.Background(), run.GetID(), "", workflows.RespondName,
+		workflows.Response{CallID: "budget_2", Decision: results.DecisionDeny, Reason: "that will do", By: "lead"}))
+
+	res := e.result(run)
+	require.Equal(t, workflows.StatusBudgetExhausted, res.Status)
+	require.Contains(t, res.Error, "3 of 3 tool calls; that will do")
+	require.Len(t, toolTexts(res.Messages), 3, "every call is answered")
+	e.record(run)
+}
+
+// What counts against a budget survives continue-as-new: a budget of 25
+// tool calls asks once, at call 25, in a later run.
+func TestBudgetCountsSurviveContinueAsNew(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "budget_continued")
+	model := e.readSteps(30)
+	e.startWorker()
+	// The run continues as new from 100 events on, every 12 steps or so.
+	run := e.start(workflows.Input{Prompt: "Read the notes", Model: model, Tools: []string{"read_file"}, MaxSteps: 31,
+		Policy: workflows.Policy{MaxHistoryEvents: 250, Budget: workflows.Budget{ToolCalls: 25}}})
+	latest := e.latest(run)
+	s := e.waitCard(latest, "budget_1", results.StatePendingApproval)
+	require.GreaterOrEqual(t, s.Runs, 2)
+	require.Equal(t, 25, s.Budget.Spent.ToolCalls)
+	_, err := respond(e.caller, latest, workflows.Response{CallID: "budget_1", Decision: results.DecisionApprove})
+	require.NoError(t, err)
+	res := e.result(latest)
+	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+	require.Equal(t, workflows.Budget{ToolCalls: 50}, res.Budget.Limit)
 }

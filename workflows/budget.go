@@ -1,0 +1,269 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tollgate-dev/tollgate/activities/webhook"
+	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tool"
+)
+
+// A budget bounds what a turn may use: tokens, model calls, tool calls,
+// wall time. Reached, the turn does not fail: before its next model call
+// it parks on a turn-level wait, a card of the pseudo-tool "budget" that
+// people answer like any approval (the inbox, links, webhooks, starter
+// all show it). Approve goes on, with the budget given as the approve's
+// arguments or, without arguments, with the same budget again from what
+// was used so far; deny stops the turn as budget_exhausted.
+
+// StatusBudgetExhausted: the turn reached its budget and was stopped, by
+// policy.on_budget "stop" or by the person who answered its budget wait.
+const StatusBudgetExhausted Status = "budget_exhausted"
+
+// BudgetTool is the tool name of a budget wait's card.
+const BudgetTool = "budget"
+
+// OnBudget says what a turn does when it reaches its budget.
+type OnBudget string
+
+const (
+	OnBudgetAsk  OnBudget = "ask"
+	OnBudgetStop OnBudget = "stop"
+)
+
+// Budget is what a turn may use; zero fields are unbounded.
+type Budget struct {
+	// Tokens bounds input plus output tokens over every model call.
+	Tokens     int      `json:"tokens,omitempty"`
+	ModelCalls int      `json:"model_calls,omitempty"`
+	ToolCalls  int      `json:"tool_calls,omitempty"`
+	WallTime   Duration `json:"wall_time,omitempty"`
+}
+
+func (b Budget) empty() bool { return b == Budget{} }
+
+// Spent is what a turn has used, counted against its budget.
+type Spent struct {
+	Tokens     int `json:"tokens"`
+	ModelCalls int `json:"model_calls"`
+	ToolCalls  int `json:"tool_calls"`
+	// WallTime is how long the turn has run, at the time it was read.
+	WallTime Duration `json:"wall_time"`
+}
+
+// budgetSchema is what a budget wait's approve may carry as arguments.
+var budgetSchema = mustSchema(`{
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "tokens": {"type": "integer", "minimum": 0},
+    "model_calls": {"type": "integer", "minimum": 0},
+    "tool_calls": {"type": "integer", "minimum": 0},
+    "wall_time": {"type": "string"}
+  }
+}`)
+
+func mustSchema(s string) *tool.Schema {
+	schema, err := tool.CompileSchema(json.RawMessage(s))
+	if err != nil {
+		panic(err)
+	}
+	return schema
+}
+
+func validateBudget(p Policy) error {
+	b := p.Budget
+	if b.Tokens < 0 || b.ModelCalls < 0 || b.ToolCalls < 0 || b.WallTime < 0 {
+		return fmt.Errorf("policy.budget limits must not be negative")
+	}
+	switch p.OnBudget {
+	case "", OnBudgetAsk, OnBudgetStop:
+	default:
+		return fmt.Errorf("policy.on_budget is %q; it must be ask or stop", p.OnBudget)
+	}
+	return nil
+}
+
+// spent is what the turn has used so far, counting from when it started
+// (in its first run).
+func (t *turn) spent(ctx workflow.Context) Spent {
+	return Spent{
+		Tokens:     t.usage.InputTokens + t.usage.OutputTokens,
+		ModelCalls: t.step,
+		ToolCalls:  t.toolCalls,
+		WallTime:   Duration(workflow.Now(ctx).Sub(t.startedAt)),
+	}
+}
+
+// overBudget names each limit the turn has reached, as "3 of 3 tool
+// calls"; empty when it may go on.
+func overBudget(b Budget, s Spent) []string {
+	var out []string
+	if b.Tokens > 0 && s.Tokens >= b.Tokens {
+		out = append(out, fmt.Sprintf("%d of %d tokens", s.Tokens, b.Tokens))
+	}
+	if b.ModelCalls > 0 && s.ModelCalls >= b.ModelCalls {
+		out = append(out, fmt.Sprintf("%d of %d model calls", s.ModelCalls, b.ModelCalls))
+	}
+	if b.ToolCalls > 0 && s.ToolCalls >= b.ToolCalls {
+		out = append(out, fmt.Sprintf("%d of %d tool calls", s.ToolCalls, b.ToolCalls))
+	}
+	if b.WallTime > 0 && s.WallTime >= b.WallTime {
+		out = append(out, fmt.Sprintf("%s of %s wall time", formatDuration(time.Duration(s.WallTime).Round(time.Second)), formatDuration(time.Duration(b.WallTime))))
+	}
+	return out
+}
+
+// checkBudget runs before each model call. It returns false when the
+// turn must stop: the budget is reached and the policy or a person says
+// stop.
+func (t *turn) checkBudget(ctx workflow.Context) bool {
+	if !t.long() || t.budget.empty() {
+		return true
+	}
+	spent := t.spent(ctx)
+	t.lastSpent = spent
+	reached := overBudget(t.budget, spent)
+	if len(reached) == 0 {
+		return true
+	}
+	summary := "the turn reached its budget: " + strings.Join(reached, ", ")
+	if t.in.Policy.OnBudget == OnBudgetStop {
+		t.failure = summary
+		return false
+	}
+	c := t.budgetWait(ctx, summary, spent)
+	t.emit(ctx, webhook.TypeTurnBudgetReached, c.card.CallID, &c.card)
+	t.wait(ctx, c)
+	if c.card.State != results.StateRunning {
+		t.failure = summary + "; " + c.card.Reason
+		if c.card.Reason == "" && c.card.Failure != nil {
+			t.failure = summary + "; " + c.card.Failure.Message
+		}
+		if c.card.State != results.StateRefused {
+			c.refuse(c.card.Reason)
+		}
+		return false
+	}
+	raised := t.budget
+	if len(c.card.EditedArguments) > 0 {
+		raised = budgetFrom(c.card.EditedArguments)
+	} else {
+		raised = raised.again(spent)
+	}
+	t.budget = raised
+	c.clear()
+	c.card.State = results.StateSucceeded
+	c.card.Output = &results.Success{Parts: []results.Part{results.TextPart("budget raised to " + raised.String())}}
+	return true
+}
+
+// budgetWait adds the turn-level wait's card.
+func (t *turn) budgetWait(ctx workflow.Context, summary string, spent Spent) *call {
+	t.budgetWaits++
+	args, _ := json.Marshal(t.budget)
+	c := &call{spec: tool.Spec{Name: BudgetTool}, budget: true}
+	c.card = results.Card{
+		CallID:    fmt.Sprintf("budget_%d", t.budgetWaits),
+		Tool:      BudgetTool,
+		Arguments: args,
+		State:     results.StatePendingApproval,
+		Interrupt: &results.Interrupt{
+			Type: results.InterruptApproval,
+			Prompt: fmt.Sprintf("%s (used: %s). Approve to go on, with a new budget as the arguments (or the same budget again from here); deny to stop the turn.",
+				summary, spent.String()),
+		},
+	}
+	for !t.free(c.card.CallID) {
+		t.budgetWaits++
+		c.card.CallID = fmt.Sprintf("budget_%d", t.budgetWaits)
+	}
+	t.calls = append(t.calls, c)
+	t.byID[c.card.CallID] = c
+	return c
+}
+
+// again is the same budget granted once more on top of what was spent.
+func (b Budget) again(s Spent) Budget {
+	if b.Tokens > 0 {
+		b.Tokens += s.Tokens
+	}
+	if b.ModelCalls > 0 {
+		b.ModelCalls += s.ModelCalls
+	}
+	if b.ToolCalls > 0 {
+		b.ToolCalls += s.ToolCalls
+	}
+	if b.WallTime > 0 {
+		b.WallTime += s.WallTime
+	}
+	return b
+}
+
+func budgetFrom(args json.RawMessage) Budget {
+	var b Budget
+	// validateBudgetAnswer read it already.
+	_ = json.Unmarshal(args, &b)
+	return b
+}
+
+// validateBudgetAnswer checks an approve's new budget: it must fit the
+// schema and leave room to go on, or the turn would ask again at once.
+func (t *turn) validateBudgetAnswer(c *call, args json.RawMessage) error {
+	if err := budgetSchema.Validate(args); err != nil {
+		return fmt.Errorf("the new budget does not fit {tokens, model_calls, tool_calls, wall_time}: %v", err)
+	}
+	var b Budget
+	if err := json.Unmarshal(args, &b); err != nil {
+		return fmt.Errorf("the new budget cannot be read: %v", err)
+	}
+	// Wall time as of the wait's start: a validator has no clock.
+	spent := Spent{Tokens: t.usage.InputTokens + t.usage.OutputTokens, ModelCalls: t.step, ToolCalls: t.toolCalls, WallTime: Duration(c.waitingSince.Sub(t.startedAt))}
+	if reached := overBudget(b, spent); len(reached) > 0 {
+		return fmt.Errorf("the new budget is used up already (%s); raise it above what the turn used", strings.Join(reached, ", "))
+	}
+	return nil
+}
+
+func (b Budget) String() string {
+	var parts []string
+	if b.Tokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens", b.Tokens))
+	}
+	if b.ModelCalls > 0 {
+		parts = append(parts, fmt.Sprintf("%d model calls", b.ModelCalls))
+	}
+	if b.ToolCalls > 0 {
+		parts = append(parts, fmt.Sprintf("%d tool calls", b.ToolCalls))
+	}
+	if b.WallTime > 0 {
+		parts = append(parts, formatDuration(time.Duration(b.WallTime))+" wall time")
+	}
+	if len(parts) == 0 {
+		return "no limit"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// BudgetState is a budgeted turn's limits and what it had used at its
+// last model call.
+type BudgetState struct {
+	Limit Budget `json:"limit"`
+	Spent Spent  `json:"spent"`
+}
+
+func (t *turn) budgetState() *BudgetState {
+	if t.budget.empty() {
+		return nil
+	}
+	return &BudgetState{Limit: t.budget, Spent: t.lastSpent}
+}
+
+func (s Spent) String() string {
+	return fmt.Sprintf("%d tokens, %d model calls, %d tool calls, %s", s.Tokens, s.ModelCalls, s.ToolCalls, formatDuration(time.Duration(s.WallTime).Round(time.Second)))
+}
