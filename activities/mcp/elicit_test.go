@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/results"
@@ -122,11 +123,6 @@ func TestUndeliverableAnswersAreToolErrors(t *testing.T) {
 	require.Equal(t, results.KindToolError, out.Kind)
 	require.Contains(t, out.ToolError.Message, "no record of the question")
 
-	// A URL elicitation cannot be relayed.
-	out = run(t, f.tool(t, "t.ask_url"), tool.Call{TurnID: "turn-u", CallID: "call-1"})
-	require.Equal(t, results.KindToolError, out.Kind)
-	require.Contains(t, out.ToolError.Message, "URL")
-
 	// An answer that does not fit what the server asked.
 	ask := f.tool(t, "t.ask")
 	call = tool.Call{TurnID: "turn-b", CallID: "call-1", Arguments: json.RawMessage(`{"name":"a"}`)}
@@ -206,4 +202,56 @@ func TestElicitationAnswersBelongToTheRunThatGotThem(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, results.KindToolError, out.Kind, "%+v", out)
 	require.Contains(t, out.ToolError.Message, "no record of the question")
+}
+
+// A URL-mode elicitation is a choice whose prompt carries the page; done
+// tells the server the person accepted, and the call goes on.
+func TestURLElicitationIsAChoiceCarryingThePage(t *testing.T) {
+	f := openStdio(t, nil)
+	askURL := f.tool(t, "t.ask_url")
+	call := tool.Call{TurnID: "turn-u", CallID: "call-1"}
+	out := run(t, askURL, call)
+	require.Equal(t, results.KindInterrupt, out.Kind, "%+v", out)
+	require.Equal(t, results.InterruptChoice, out.Interrupt.Type)
+	require.Contains(t, out.Interrupt.Prompt, "https://login.invalid/")
+	require.Contains(t, out.Interrupt.Prompt, "Log in")
+	require.Equal(t, []results.Option{{ID: "done", Label: "Done"}, {ID: "decline", Label: "Decline"}}, out.Interrupt.Options)
+	call.Resume = answer(`"done"`)
+	out = run(t, askURL, call)
+	require.Equal(t, results.KindSuccess, out.Kind, "%+v", out)
+	require.Equal(t, "answered accept", out.Success.Parts[0].Text)
+}
+
+// Only an http(s) page without credentials reaches a card.
+func TestURLElicitationRefusesOtherSchemes(t *testing.T) {
+	for _, u := range []string{"javascript:alert(1)", "file:///etc/passwd", "https://user:pw@login.invalid/", "//login.invalid/x", "https://login.invalid/\n"} {
+		_, err := describe("t", &mcpsdk.ElicitParams{Mode: "url", Message: "Log in", URL: u, ElicitationID: "e"})
+		require.Error(t, err, u)
+	}
+	q, err := describe("t", &mcpsdk.ElicitParams{Mode: "url", Message: "Log in", URL: "http://127.0.0.1:8080/login?x=1", ElicitationID: "e"})
+	require.NoError(t, err)
+	require.Equal(t, kindURL, q.Kind)
+}
+
+// Fields the person leaves out of a form take the server's defaults
+// (and a required field with a default need not be given); what the
+// person did give is kept.
+func TestFormAnswersTakeTheSchemasDefaults(t *testing.T) {
+	q, err := describe("t", &mcpsdk.ElicitParams{Message: "Profile", RequestedSchema: json.RawMessage(`{"type":"object","required":["name","age"],"properties":{
+		"name":{"type":"string","default":"John Doe"},"age":{"type":"integer","default":30},
+		"status":{"type":"string","enum":["active","inactive"],"default":"active"},"verified":{"type":"boolean","default":true},"note":{"type":"string"}}}`)})
+	require.NoError(t, err)
+	require.Equal(t, kindObject, q.Kind)
+	require.Contains(t, q.Interrupt.Prompt, "Fields left out take the server's defaults: age, name, status, verified.")
+	shown, err := tool.CompileSchema(q.Interrupt.Schema)
+	require.NoError(t, err)
+	require.NoError(t, shown.Validate(json.RawMessage(`{}`)), "the card's schema lets defaulted fields be left out")
+
+	a, err := q.answer(json.RawMessage(`{"age":41}`))
+	require.NoError(t, err)
+	require.Equal(t, "accept", a.Action)
+	require.Equal(t, map[string]any{"name": "John Doe", "age": float64(41), "status": "active", "verified": true}, a.Content)
+
+	_, err = q.answer(json.RawMessage(`{"status":"gone"}`))
+	require.Error(t, err, "an answer is still checked against what the server asked")
 }

@@ -286,11 +286,19 @@ type session struct {
 // connect opens a session. On error the returned session (possibly nil)
 // still tells what an HTTP server's challenge said.
 func (s *server) connect(ctx context.Context, so sessionOptions) (*session, error) {
+	elicit := so.elicit
+	if elicit == nil {
+		elicit = refuseElicitation
+	}
 	copts := &mcpsdk.ClientOptions{
 		Logger: s.opts.Logger.With("mcp_server", s.name),
-		// No roots: a server learns nothing of the worker's files.
-		Capabilities:       &mcpsdk.ClientCapabilities{},
-		ElicitationHandler: so.elicit,
+		// Every session, discovery included, declares the same
+		// capabilities: a server may offer tools only to a client that
+		// can elicit, and a tool list read without them would leave those
+		// tools out. No roots: a server learns nothing of the worker's
+		// files.
+		Capabilities:       clientCapabilities(),
+		ElicitationHandler: elicit,
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "tollgate", Version: "1"}, copts)
 	sess := &session{live: s.live}
@@ -331,10 +339,11 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 		transport = &mcpsdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
 			HTTPClient: httpClient(s.opts.HTTPClient, headers, s.cfg.sessionBudget(), &sess.over),
-			// A call's session needs no stream of its own: what the server
-			// sends about the call comes on the call's response.
-			DisableStandaloneSSE: true,
-			OAuthHandler:         sess.auth,
+			// The standalone stream is open: a server may send a request
+			// that is not tied to the call's own request there (an
+			// elicitation, most often). A session runs one call, so the
+			// call's handlers receive it.
+			OAuthHandler: sess.auth,
 			MaxEventSize:         s.cfg.maxResultBytes(),
 		}
 	}
@@ -345,6 +354,24 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 	}
 	sess.cs = cs
 	return sess, nil
+}
+
+// clientCapabilities are what Tollgate does for a server: elicitation in
+// both modes (form: a question or choice wait; url: a wait whose card
+// carries the page).
+func clientCapabilities() *mcpsdk.ClientCapabilities {
+	return &mcpsdk.ClientCapabilities{Elicitation: &mcpsdk.ElicitationCapabilities{
+		Form: &mcpsdk.FormElicitationCapabilities{},
+		URL:  &mcpsdk.URLElicitationCapabilities{},
+	}}
+}
+
+// errNoCall is what a server hears for a request on a session that runs
+// no call (the discovery session at start): there is no person to ask.
+var errNoCall = errors.New("Tollgate is listing this server's tools; no call is running on this session and no user can be asked")
+
+func refuseElicitation(context.Context, *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+	return nil, errNoCall
 }
 
 // close ends the session; a stdio server's jail is killed at once if the

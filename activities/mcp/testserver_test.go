@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -170,6 +171,42 @@ func testServer() *mcpsdk.Server {
 		})
 
 	addElicitingTools(s, note, text)
+	// ask_aside asks on the session's standalone stream, outside the
+	// call's own request, and is listed only to a client that declared
+	// elicitation (as server-everything does with its elicitation tools).
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "ask_aside", Description: "Asks outside the call's stream."},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
+			note("ask_aside started")
+			aside, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			stop := context.AfterFunc(ctx, cancel)
+			defer stop()
+			r, err := req.Session.Elicit(aside, &mcpsdk.ElicitParams{Message: "Which colour?", RequestedSchema: &jsonschema.Schema{
+				Type: "object", Properties: map[string]*jsonschema.Schema{"colour": {Type: "string", Default: json.RawMessage(`"blue"`)}, "shade": {Type: "string"}},
+			}})
+			if err != nil {
+				note("ask_aside elicit failed")
+				return nil, nil, err
+			}
+			note("ask_aside done")
+			b, _ := json.Marshal(r.Content)
+			return text(r.Action + " " + string(b)), nil, nil
+		})
+	s.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if method != "tools/list" || err != nil {
+				return res, err
+			}
+			ss, _ := req.GetSession().(*mcpsdk.ServerSession)
+			if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil {
+				return res, nil
+			}
+			lr := res.(*mcpsdk.ListToolsResult)
+			lr.Tools = slices.DeleteFunc(lr.Tools, func(t *mcpsdk.Tool) bool { return t.Name == "ask_aside" })
+			return lr, nil
+		}
+	})
 	return s
 }
 
@@ -249,8 +286,8 @@ func addElicitingTools(s *mcpsdk.Server, note func(string, ...any), text func(st
 		})
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "ask_url", Description: "Asks the user to open a page."},
 		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
-			if len(req.Params.InputResponses) > 0 {
-				return text("answered"), nil, nil
+			if r, ok := req.Params.InputResponses["u"].(*mcpsdk.ElicitResult); ok {
+				return text("answered " + r.Action), nil, nil
 			}
 			return &mcpsdk.CallToolResult{InputRequests: mcpsdk.InputRequestMap{"u": &mcpsdk.ElicitParams{Mode: "url", Message: "Log in", URL: "https://login.invalid/", ElicitationID: "e1"}}}, nil, nil
 		})
