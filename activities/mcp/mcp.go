@@ -344,7 +344,7 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 			// elicitation, most often). A session runs one call, so the
 			// call's handlers receive it.
 			OAuthHandler: sess.auth,
-			MaxEventSize:         s.cfg.maxResultBytes(),
+			MaxEventSize: s.cfg.maxResultBytes(),
 		}
 	}
 	cs, err := client.Connect(ctx, transport, &mcpsdk.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
