@@ -299,6 +299,10 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 		// files.
 		Capabilities:       clientCapabilities(),
 		ElicitationHandler: elicit,
+		// An input_required result comes back to the call, which parks
+		// it on a durable wait rather than holding the session open
+		// while a person answers.
+		MultiRoundTrip: &mcpsdk.MultiRoundTripOptions{Disabled: true},
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "tollgate", Version: "1"}, copts)
 	sess := &session{live: s.live}

@@ -275,6 +275,17 @@ func addElicitingTools(s *mcpsdk.Server, note func(string, ...any), text func(st
 			note("ask_chain done")
 			return text(state), nil, nil
 		})
+	// ask_two asks two things in one round.
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "ask_two", Description: "Asks two questions at once."},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
+			note("ask_two round")
+			a, okA := req.Params.InputResponses["a"].(*mcpsdk.ElicitResult)
+			b, okB := req.Params.InputResponses["b"].(*mcpsdk.ElicitResult)
+			if !okA || !okB {
+				return &mcpsdk.CallToolResult{RequestState: "s1", InputRequests: mcpsdk.InputRequestMap{"a": value, "b": confirm}}, nil, nil
+			}
+			return text(fmt.Sprintf("%s %v %s %s", a.Action, a.Content["to"], b.Action, req.Params.RequestState)), nil, nil
+		})
 	var n atomic.Int64
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "ask_random", Description: "Asks something new each time."},
 		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {

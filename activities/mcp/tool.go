@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -174,17 +176,50 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 		}
 	}
 
+	args := call.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	params := &mcpsdk.CallToolParams{Name: t.mcpName, Arguments: args}
+	if rd := st.Round; rd != nil {
+		// A multi-round-trip call: the answer is for one of the round's
+		// input requests; the call is issued again only once each has one.
+		if rd.Answers == nil {
+			rd.Answers = map[string]storedAnswer{}
+		}
+		if resumed != nil {
+			rd.Answers[rd.Current] = *resumed
+			resumed = nil
+		}
+		if id, ok := rd.next(); ok {
+			if run != "" && st.SavedBy == run && rd.Current == id && st.Pending != nil {
+				// A retried attempt of the run that parked on this
+				// question: the same wait again.
+				in := st.Pending.Interrupt
+				return results.Outcome{Kind: results.KindInterrupt, Interrupt: &in}, nil
+			}
+			return t.parkRound(ctx, st, id, run)
+		}
+		params.RequestState = rd.State
+		params.InputResponses = mcpsdk.InputResponseMap{}
+		for id, a := range rd.Answers {
+			params.InputResponses[id] = a.result()
+		}
+		// The saved answers stay until the re-issue has a result: a
+		// retried attempt issues the same round again.
+		st.SavedBy, st.Pending = run, nil
+		if err := s.states.save(ctx, st); err != nil {
+			return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
+		}
+	}
+
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	el := newElicitor(s.name, st.Answers, resumed, cancel)
 	sess, err := s.connect(callCtx, sessionOptions{user: call.User, elicit: el.handle})
 	var res *mcpsdk.CallToolResult
 	if err == nil {
-		args := call.Arguments
-		if len(args) == 0 {
-			args = json.RawMessage(`{}`)
-		}
-		res, err = sess.cs.CallTool(callCtx, &mcpsdk.CallToolParams{Name: t.mcpName, Arguments: args})
+		res, err = sess.cs.CallTool(callCtx, params)
 	}
 	sess.close(callCtx)
 	if sess != nil && sess.proc != nil {
@@ -216,6 +251,9 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 	if resumed != nil && !resumedUsed {
 		s.opts.Logger.Warn("MCP server finished a re-issued call without asking the question it had been answered", "mcp_server", s.name, "tool", t.spec.Name)
 	}
+	if res != nil && res.NeedsInput() {
+		return t.inputRequired(ctx, st, res, run)
+	}
 	if err := s.states.remove(ctx, key); err != nil {
 		s.opts.Logger.Warn("Could not remove an MCP call's record", "mcp_server", s.name, "error", err)
 	}
@@ -226,6 +264,10 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 // and ends the run with the interrupt.
 func (t *mcpTool) park(ctx context.Context, st callState, resumed *storedAnswer, resumedUsed bool, q *question, run string) (results.Outcome, error) {
 	s := t.srv
+	if st.Round != nil {
+		_ = s.states.remove(ctx, st.callKey)
+		return results.FailTool("%s asked the user with an elicitation request while Tollgate was answering its input_required result; the call did not finish", s.name), nil
+	}
 	if resumed != nil && !resumedUsed {
 		_ = s.states.remove(ctx, st.callKey)
 		return results.FailTool("%s asked something other than the question the user answered when Tollgate issued the call again (its questions are not the same for the same call), so the answer could not be given; the call did not finish", s.name), nil
@@ -247,6 +289,67 @@ func (t *mcpTool) park(ctx context.Context, st callState, resumed *storedAnswer,
 	in := q.Interrupt
 	return results.Outcome{Kind: results.KindInterrupt, Interrupt: &in}, nil
 }
+
+// inputRequired parks a call whose result asks for input (a multi
+// round-trip request): each input request becomes a question, put to the
+// person one at a time; the request state is kept to be echoed.
+func (t *mcpTool) inputRequired(ctx context.Context, st callState, res *mcpsdk.CallToolResult, run string) (results.Outcome, error) {
+	s := t.srv
+	if len(res.InputRequests) == 0 {
+		// The server sheds load: a retry later may find it free.
+		return results.Outcome{}, tool.Retryable(fmt.Errorf("%s: the server is busy (an input_required result without input requests)", t.spec.Name))
+	}
+	if st.Asked+len(res.InputRequests) > maxElicitations {
+		_ = s.states.remove(ctx, st.callKey)
+		return results.FailTool("%s asked the user more than %d questions in one call; the call did not finish", s.name, maxElicitations), nil
+	}
+	if len(res.RequestState) > maxRequestState {
+		_ = s.states.remove(ctx, st.callKey)
+		return results.FailTool("%s sent a request state of %d bytes; at most %d are kept; the call did not finish", s.name, len(res.RequestState), maxRequestState), nil
+	}
+	rd := &round{State: res.RequestState, Questions: map[string]*question{}, Answers: map[string]storedAnswer{}}
+	for id, ir := range res.InputRequests {
+		p, ok := ir.(*mcpsdk.ElicitParams)
+		if !ok {
+			_ = s.states.remove(ctx, st.callKey)
+			return results.FailTool("%s asked for input Tollgate does not give (%T: sampling and roots are not offered); the call did not finish", s.name, ir), nil
+		}
+		if len(id) > 256 || !utf8.ValidString(id) {
+			_ = s.states.remove(ctx, st.callKey)
+			return results.FailTool("%s named an input request with an id longer than 256 bytes or not UTF-8; the call did not finish", s.name), nil
+		}
+		q, err := describe(s.name, p)
+		if err != nil {
+			_ = s.states.remove(ctx, st.callKey)
+			return results.FailTool("%s asked the user for input in a way Tollgate cannot relay (%v); the call did not finish", s.name, err), nil
+		}
+		rd.Order = append(rd.Order, id)
+		rd.Questions[id] = q
+	}
+	// Requests come as a map; the person is asked in a fixed order.
+	slices.Sort(rd.Order)
+	st.Round = rd
+	st.Answers = nil
+	return t.parkRound(ctx, st, rd.Order[0], run)
+}
+
+// parkRound puts the round's input request id to the person.
+func (t *mcpTool) parkRound(ctx context.Context, st callState, id, run string) (results.Outcome, error) {
+	q := st.Round.Questions[id]
+	st.Round.Current = id
+	st.Pending = q
+	st.Asked++
+	st.SavedBy = run
+	st.Updated = time.Now().UTC()
+	if err := t.srv.states.save(ctx, st); err != nil {
+		return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
+	}
+	in := q.Interrupt
+	return results.Outcome{Kind: results.KindInterrupt, Interrupt: &in}, nil
+}
+
+// maxRequestState bounds the opaque state a server asks to be echoed.
+const maxRequestState = 64 << 10
 
 // needConnection answers a server's 401: the call waits for the user to
 // connect the provider named like the server.
