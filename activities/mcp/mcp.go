@@ -271,6 +271,7 @@ type sessionOptions struct {
 	discovery bool
 	user      string
 	elicit    func(context.Context, *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error)
+	progress  *progressSink
 }
 
 // session is one open MCP session and what it runs on.
@@ -303,6 +304,9 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 		// it on a durable wait rather than holding the session open
 		// while a person answers.
 		MultiRoundTrip: &mcpsdk.MultiRoundTripOptions{Disabled: true},
+	}
+	if so.progress != nil {
+		copts.ProgressNotificationHandler = so.progress.handle
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "tollgate", Version: "1"}, copts)
 	sess := &session{live: s.live}

@@ -170,6 +170,21 @@ func testServer() *mcpsdk.Server {
 			return text("no"), nil
 		})
 
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "steps", Description: "Reports progress.", Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
+			token := req.Params.GetProgressToken()
+			if token == nil {
+				return text("no progress token"), nil, nil
+			}
+			for i := 1; i <= 3; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcpsdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d\x1b[0m", i)}); err != nil {
+					return nil, nil, err
+				}
+			}
+			// Another token's progress is not this call's.
+			_ = req.Session.NotifyProgress(ctx, &mcpsdk.ProgressNotificationParams{ProgressToken: "someone-else", Progress: 99})
+			return text("stepped"), nil, nil
+		})
 	addElicitingTools(s, note, text)
 	// ask_aside asks on the session's standalone stream, outside the
 	// call's own request, and is listed only to a client that declared

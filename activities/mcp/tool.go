@@ -216,7 +216,11 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	el := newElicitor(s.name, st.Answers, resumed, cancel)
-	sess, err := s.connect(callCtx, sessionOptions{user: call.User, elicit: el.handle})
+	// The token names the call; progress for it becomes heartbeat
+	// details.
+	progress := newProgressSink(ctx, stateKey(key)[:32])
+	params.SetProgressToken(progress.token)
+	sess, err := s.connect(callCtx, sessionOptions{user: call.User, elicit: el.handle, progress: progress})
 	var res *mcpsdk.CallToolResult
 	if err == nil {
 		res, err = sess.cs.CallTool(callCtx, params)
