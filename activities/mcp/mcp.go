@@ -19,24 +19,38 @@
 //
 // # Elicitation
 //
-// When a server asks the user for input in the middle of a call, the run
-// ends with a question (or a choice, for a field with fixed values, a
-// boolean or a bare confirmation) carrying what the server asked, and
-// the call is cancelled at the server. The turn parks the card; nothing
-// runs while it waits, so a worker may stop or crash meanwhile. The
-// person's answer, checked by the workflow against the interrupt's
-// schema, comes back as the next run's Resume; that run issues the call
-// again and answers the server's question at once when it is asked
-// again, word for word (questions asked earlier in the call get their
-// earlier answers, in order). A question the server did not ask before
-// parks the call again. What a call has been answered is kept in the
-// state directory, which every worker of the task queue must share.
+// Every session declares elicitation (form and URL modes), the discovery
+// session included, and an HTTP session opens the standalone stream, so
+// a question sent outside the call's request reaches the call running on
+// that session (a session runs one call). A question becomes a question
+// or choice wait (a field with fixed values, a boolean, a bare
+// confirmation or a URL-mode page are choices); the person's answer,
+// checked by the workflow against the interrupt's schema, comes back as
+// the next run's Resume, is completed with the schema's defaults and
+// checked against the server's schema. Nothing runs and no session stays
+// open while a person answers, so a worker may stop or crash meanwhile.
+// What a call has been answered is kept in the state directory, which
+// every worker of the task queue must share.
 //
-// This needs a server whose questions are deterministic for the same
-// arguments: one that asks something different when the call is issued
-// again ends the call with a tool error rather than guessing where the
-// answer goes. Whatever a tool does before its first question it does
-// again on every re-issue.
+// A server on protocol 2026-07-28 asks with an input_required result
+// (multi-round-trip requests): the round's input requests are put to the
+// person one at a time, and the call is issued again with their answers
+// and the server's request state.
+//
+// A server on an older revision asks with elicitation requests in the
+// middle of the call: the run ends, the call is cancelled at the server,
+// and the next run issues it again and answers the server's question at
+// once when it is asked again, word for word (questions asked earlier in
+// the call get their earlier answers, in order). That needs a server
+// whose questions are deterministic for the same arguments: one that
+// asks something different ends the call with a tool error rather than
+// guessing where the answer goes, and whatever a tool does before its
+// first question it does again on every re-issue.
+//
+// # Progress
+//
+// Every call carries a progress token; the server's progress for it
+// becomes the activity's heartbeat details (Progress).
 //
 // # Authorization
 //
