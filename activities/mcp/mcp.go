@@ -249,6 +249,8 @@ type server struct {
 	opts   Options
 	states stateStore
 	live   *liveSet
+	// tasks says which listed tools the server runs only as tasks.
+	tasks *taskTap
 }
 
 // maxTools bounds what one server may list.
@@ -258,7 +260,8 @@ const maxTools = 512
 func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
-	sess, err := s.connect(ctx, sessionOptions{discovery: true})
+	s.tasks = newTaskTap()
+	sess, err := s.connect(ctx, sessionOptions{discovery: true, tasks: s.tasks})
 	if err != nil {
 		if c, _ := sess.challenged(); c != nil {
 			return nil, fmt.Errorf("mcp server %s answered HTTP %d when Tollgate listed its tools: give it a credential for discovery in \"discovery_headers\"", s.name, c.status)
@@ -286,6 +289,16 @@ type sessionOptions struct {
 	user      string
 	elicit    func(context.Context, *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error)
 	progress  *progressSink
+	// tasks, for a discovery session, learns which tools require tasks.
+	tasks *taskTap
+}
+
+// tapOrNil keeps a nil *taskTap from becoming a non-nil io.Writer.
+func (so sessionOptions) tapOrNil() io.Writer {
+	if so.tasks == nil {
+		return nil
+	}
+	return so.tasks
 }
 
 // session is one open MCP session and what it runs on.
@@ -336,7 +349,7 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 		// going over it is told apart from a broken pipe; the SDK's own
 		// bound sits above it.
 		transport = &mcpsdk.IOTransport{
-			Reader:        &stdioReader{p: proc, budget: s.cfg.sessionBudget(), maxLine: int64(s.cfg.maxResultBytes()), over: &sess.over},
+			Reader:        &stdioReader{p: proc, budget: s.cfg.sessionBudget(), maxLine: int64(s.cfg.maxResultBytes()), over: &sess.over, tap: so.tapOrNil()},
 			Writer:        stdioWriter{proc},
 			MaxLineLength: s.cfg.maxResultBytes() + 1<<10,
 		}
@@ -360,7 +373,7 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 		}
 		transport = &mcpsdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
-			HTTPClient: httpClient(s.opts.HTTPClient, headers, s.cfg.sessionBudget(), &sess.over),
+			HTTPClient: httpClient(s.opts.HTTPClient, headers, s.cfg.sessionBudget(), &sess.over, so.tapOrNil()),
 			// The standalone stream is open: a server may send a request
 			// that is not tied to the call's own request there (an
 			// elicitation, most often). A session runs one call, so the

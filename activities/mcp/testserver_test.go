@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,7 +27,10 @@ const serverEnvVar = "TOLLGATE_MCP_TEST_SERVER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(serverEnvVar) == "stdio" {
-		if err := testServer().Run(context.Background(), &mcpsdk.StdioTransport{}); err != nil {
+		// The SDK's Tool has no execution field; the listing of long_job
+		// gets one on the way out, as a server with tasks would send it.
+		transport := &mcpsdk.IOTransport{Reader: os.Stdin, Writer: taskListing{os.Stdout}}
+		if err := testServer().Run(context.Background(), transport); err != nil {
 			log.Fatal(err)
 		}
 		os.Exit(0)
@@ -35,6 +39,19 @@ func TestMain(m *testing.M) {
 }
 
 type noArgs struct{}
+
+// taskListing marks long_job in a tools/list result as requiring tasks.
+type taskListing struct{ w *os.File }
+
+func (t taskListing) Write(p []byte) (int, error) {
+	out := bytes.ReplaceAll(p, []byte(`"name":"long_job"`), []byte(`"execution":{"taskSupport":"required"},"name":"long_job"`))
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (t taskListing) Close() error { return t.w.Close() }
 
 type nameArgs struct {
 	Name string `json:"name" jsonschema:"a name"`
@@ -184,6 +201,10 @@ func testServer() *mcpsdk.Server {
 			// Another token's progress is not this call's.
 			_ = req.Session.NotifyProgress(ctx, &mcpsdk.ProgressNotificationParams{ProgressToken: "someone-else", Progress: 99})
 			return text("stepped"), nil, nil
+		})
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "long_job", Description: "Runs only as a task.", Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
+			return &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "requires task augmentation"}}}, nil, nil
 		})
 	addElicitingTools(s, note, text)
 	// ask_aside asks on the session's standalone stream, outside the

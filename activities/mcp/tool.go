@@ -79,6 +79,9 @@ func (s *server) adaptOne(t *mcpsdk.Tool) (tool.Tool, error) {
 	if o.Disabled {
 		return nil, errors.New("disabled by the configuration")
 	}
+	if s.tasks.requiresTasks(t.Name) {
+		return nil, errors.New(`the server runs it only as a task (execution.taskSupport "required"), and Tollgate's MCP client does not make task-augmented calls`)
+	}
 	if !mcpToolName.MatchString(t.Name) {
 		return nil, errors.New("its name has characters a Tollgate tool name cannot have (letters, digits, '_', '-' and inner '.')")
 	}
