@@ -9,10 +9,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/oauth2"
 
 	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 )
 
 // userAuth is the SDK's OAuth hook for one session: requests carry the
@@ -143,4 +145,40 @@ func safeText(s string) bool {
 		}
 	}
 	return true
+}
+
+// discoverAuth runs MCP's authorization discovery for the server's
+// challenge and keeps the provider it found in the registry, named like
+// the server (the connection provider its calls carry).
+func (s *server) discoverAuth(ctx context.Context, c *challenge) (oauth.Registration, error) {
+	o := s.opts.OAuth
+	cl := o.Client
+	if s.cfg.OAuth != nil {
+		cl.ClientID = s.cfg.OAuth.ClientID
+		cl.ClientSecret = ""
+		if s.cfg.OAuth.ClientSecret != nil {
+			secret, err := s.cfg.OAuth.ClientSecret.resolve(s.opts.Getenv)
+			if err != nil {
+				return oauth.Registration{}, fmt.Errorf("oauth client_secret: %w", err)
+			}
+			cl.ClientSecret = secret
+		}
+	}
+	if prev, ok, err := o.Registry.Load(s.name); err == nil && ok {
+		cl.Previous = &prev
+	}
+	if cl.HTTPClient == nil {
+		cl.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		if s.opts.HTTPClient != nil {
+			cl.HTTPClient.Transport = s.opts.HTTPClient.Transport
+		}
+	}
+	reg, err := oauth.DiscoverMCP(ctx, s.name, oauth.MCPChallenge{ServerURL: s.cfg.URL, ResourceMetadata: c.resourceMetadata, Scopes: c.scopes}, cl)
+	if err != nil {
+		return oauth.Registration{}, s.redact(err)
+	}
+	if err := o.Registry.Save(reg); err != nil {
+		return oauth.Registration{}, err
+	}
+	return reg, nil
 }

@@ -58,6 +58,11 @@ type Server struct {
 	// ConnectHint tells a person how to connect an account when the
 	// server answers 401; the server's own metadata is used otherwise.
 	ConnectHint string `json:"connect_hint,omitempty"`
+	// OAuth names a client registered beforehand with the server's
+	// authorization server, for MCP's authorization flow (Options.OAuth);
+	// without it Tollgate uses a client ID metadata document or registers
+	// a client itself.
+	OAuth *ServerOAuth `json:"oauth,omitempty"`
 
 	// Timeout bounds one call, elicitation rounds included (default 60s).
 	Timeout Duration `json:"timeout,omitempty"`
@@ -70,6 +75,13 @@ type Server struct {
 	// Tools overrides the policy of tools by their MCP name; "*" applies
 	// to every tool of the server that has no entry of its own.
 	Tools map[string]Override `json:"tools,omitempty"`
+}
+
+// ServerOAuth is a pre-registered client of a server's authorization
+// server.
+type ServerOAuth struct {
+	ClientID     string  `json:"client_id"`
+	ClientSecret *Secret `json:"client_secret,omitempty"`
 }
 
 // Override is the operator's word on one tool; it wins over the
@@ -236,6 +248,16 @@ func (s Server) validate(name string) error {
 			return err
 		}
 	}
+	if s.OAuth != nil {
+		if s.OAuth.ClientID == "" || len(s.OAuth.ClientID) > 512 {
+			return errors.New(`"oauth" needs a "client_id" of at most 512 bytes`)
+		}
+		if s.OAuth.ClientSecret != nil {
+			if err := s.OAuth.ClientSecret.validate(); err != nil {
+				return fmt.Errorf("oauth client_secret: %w", err)
+			}
+		}
+	}
 	if t := time.Duration(s.Timeout); t < 0 || t > maxTimeout || (t > 0 && t < time.Second) {
 		return fmt.Errorf("timeout %s must be between 1s and %s", t, maxTimeout)
 	}
@@ -260,8 +282,8 @@ func (s Server) validate(name string) error {
 }
 
 func (s Server) validateStdio() error {
-	if len(s.Headers) > 0 || len(s.DiscoveryHeaders) > 0 || s.ConnectHint != "" {
-		return errors.New(`"headers", "discovery_headers" and "connect_hint" are for "url" servers`)
+	if len(s.Headers) > 0 || len(s.DiscoveryHeaders) > 0 || s.ConnectHint != "" || s.OAuth != nil {
+		return errors.New(`"headers", "discovery_headers", "connect_hint" and "oauth" are for "url" servers`)
 	}
 	if strings.ContainsRune(s.Command, 0) {
 		return errors.New("the command contains NUL")

@@ -90,6 +90,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/internal/jail"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -116,6 +117,20 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logger receives what the servers' sessions report; nil discards it.
 	Logger *slog.Logger
+	// OAuth, when set, runs MCP's authorization flow for an HTTP server
+	// that answers 401: Tollgate discovers its authorization server,
+	// registers itself there, and keeps the result in OAuth.Registry as
+	// the connection provider named like the server, so the connect link
+	// of the call's connection_required wait leads to the server's own
+	// consent page. Nil: the provider must be one the operator
+	// configured.
+	OAuth *OAuth
+	// DiscoveryUser is whose stored connection lists the tools of an HTTP
+	// server that answers 401 to the worker's own request at start (a
+	// server without discovery_headers). When that user has no
+	// connection yet, Open fails with a *ConnectionNeeded naming the
+	// provider to connect (discovered already when OAuth is set).
+	DiscoveryUser string
 	// Getenv and Environ read the worker's environment (os.Getenv and
 	// os.Environ when nil).
 	Getenv  func(string) string
@@ -139,6 +154,31 @@ func (o Options) withDefaults() Options {
 		o.Environ = os.Environ
 	}
 	return o
+}
+
+// OAuth is how MCP's authorization flow runs (Options.OAuth).
+type OAuth struct {
+	// Registry keeps the providers discovered for servers; the gateway
+	// must see the same one (oauth.Providers.WithRegistry).
+	Registry oauth.Registry
+	// Client is how Tollgate presents itself to authorization servers:
+	// the gateway's callback URL, a client name, a client ID metadata
+	// document URL. A server's own "oauth" entry supplies a
+	// pre-registered client.
+	Client oauth.MCPClient
+}
+
+// ConnectionNeeded is Open's error for a server that lists its tools only
+// to a user with a connection, when DiscoveryUser has none.
+type ConnectionNeeded struct {
+	Server   string
+	User     string
+	Provider string
+	Scopes   []string
+}
+
+func (e *ConnectionNeeded) Error() string {
+	return fmt.Sprintf("mcp server %s lists its tools only with an account connection: connect %s's %s account (the connect flow of the gateway or starter), then start the worker again", e.Server, e.User, e.Provider)
 }
 
 // StateDir is where a worker with data directory dataDir keeps the
@@ -261,10 +301,10 @@ func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
 	s.tasks = newTaskTap()
-	sess, err := s.connect(ctx, sessionOptions{discovery: true, tasks: s.tasks})
+	sess, err := s.connect(ctx, sessionOptions{discovery: true, tasks: s.tasks, user: s.opts.DiscoveryUser})
 	if err != nil {
 		if c, _ := sess.challenged(); c != nil {
-			return nil, fmt.Errorf("mcp server %s answered HTTP %d when Tollgate listed its tools: give it a credential for discovery in \"discovery_headers\"", s.name, c.status)
+			return nil, s.discoveryRefused(ctx, c)
 		}
 		return nil, fmt.Errorf("mcp server %s: %w", s.name, s.redact(err))
 	}
@@ -272,6 +312,9 @@ func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, error) {
 	var tools []*mcpsdk.Tool
 	for t, err := range sess.cs.Tools(ctx, nil) {
 		if err != nil {
+			if c, _ := sess.challenged(); c != nil {
+				return nil, s.discoveryRefused(ctx, c)
+			}
 			return nil, fmt.Errorf("mcp server %s: list tools: %w", s.name, s.redact(err))
 		}
 		if len(tools) == maxTools {
@@ -280,6 +323,26 @@ func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, error) {
 		tools = append(tools, t)
 	}
 	return tools, nil
+}
+
+// discoveryRefused is Open's error for a server that refused to list its
+// tools to the worker (HTTP 401, or 403 asking for more scope).
+func (s *server) discoveryRefused(ctx context.Context, c *challenge) error {
+	if s.opts.DiscoveryUser == "" {
+		return fmt.Errorf("mcp server %s answered HTTP %d when Tollgate listed its tools: give it a credential for discovery in \"discovery_headers\", or name a discovery user whose connection lists them", s.name, c.status)
+	}
+	if c.status == http.StatusForbidden && !c.insufficient {
+		return fmt.Errorf("mcp server %s refused to list its tools to %s's connection (HTTP 403)", s.name, s.opts.DiscoveryUser)
+	}
+	scopes := c.scopes
+	if s.opts.OAuth != nil {
+		reg, err := s.discoverAuth(ctx, c)
+		if err != nil {
+			return fmt.Errorf("mcp server %s answered HTTP %d when Tollgate listed its tools, and its authorization server could not be used: %w", s.name, c.status, err)
+		}
+		scopes = reg.Scopes
+	}
+	return &ConnectionNeeded{Server: s.name, User: s.opts.DiscoveryUser, Provider: s.name, Scopes: scopes}
 }
 
 // sessionOptions say who a session is for.
@@ -368,7 +431,7 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 			}
 		}
 		sess.auth = &userAuth{user: so.user, provider: s.name}
-		if !so.discovery {
+		if !so.discovery || so.user != "" {
 			sess.auth.store = s.opts.Connections
 		}
 		transport = &mcpsdk.StreamableClientTransport{

@@ -14,6 +14,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -381,6 +382,20 @@ func (t *mcpTool) needConnection(ctx context.Context, call tool.Call, st callSta
 			return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
 		}
 	}
+	scopes := c.scopes
+	if s.opts.OAuth != nil {
+		reg, err := s.discoverAuth(ctx, c)
+		switch {
+		case errors.Is(err, oauth.ErrResourceMismatch):
+			return results.FailTool("%s pointed Tollgate at authorization for another resource than itself, so no account was connected for it; the call did not run", s.name), nil
+		case err != nil:
+			// A provider the operator configured under the server's name
+			// may still connect the account.
+			s.opts.Logger.Warn("MCP authorization discovery failed", "mcp_server", s.name, "error", err)
+		default:
+			scopes = reg.Scopes
+		}
+	}
 	hint := clean(s.cfg.ConnectHint, 1024)
 	if hint == "" {
 		hint = fmt.Sprintf("Connect your %s account for the MCP server %s", s.name, redactURL(s.cfg.URL))
@@ -392,7 +407,7 @@ func (t *mcpTool) needConnection(ctx context.Context, call tool.Call, st callSta
 		}
 		hint += "."
 	}
-	return results.NeedConnection(s.name, hint, c.scopes...), nil
+	return results.NeedConnection(s.name, hint, scopes...), nil
 }
 
 // failed classifies a session or protocol failure. The error becomes an

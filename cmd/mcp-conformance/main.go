@@ -52,13 +52,26 @@ const maxRounds = 10
 func run(ctx context.Context, serverURL, scenario string, log io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	logger.Info("conformance scenario", "scenario", scenario, "url", serverURL)
-	cfg := mcp.Config{Servers: map[string]mcp.Server{"conformance": {URL: serverURL}}}
 	h, err := newHarness(ctx, scenario, serverURL, logger)
 	if err != nil {
 		return err
 	}
 	defer h.close()
-	ts, err := mcp.Open(ctx, cfg, mcp.Options{Logger: logger, Connections: h.connections(), HTTPClient: h.httpClient()})
+	cfg := mcp.Config{Servers: map[string]mcp.Server{"conformance": {URL: serverURL, OAuth: h.preRegistered}}}
+	// A server that lists its tools only to an authorized client gets
+	// the discovery user connected, as an operator would before starting
+	// the worker again.
+	var ts *mcp.Toolset
+	for attempt := 0; ; attempt++ {
+		ts, err = mcp.Open(ctx, cfg, h.options(logger))
+		var need *mcp.ConnectionNeeded
+		if !errors.As(err, &need) || attempt == 2 {
+			break
+		}
+		if err := h.connect(ctx, need.User, need.Provider); err != nil {
+			return fmt.Errorf("connect %s for the tool list: %w", need.Provider, err)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("open the server: %w", err)
 	}
@@ -78,7 +91,7 @@ func run(ctx context.Context, serverURL, scenario string, log io.Writer) error {
 // call runs one tool to its end, answering what it asks.
 func (h *harness) call(ctx context.Context, t tool.Tool) error {
 	name := t.Spec().Name
-	c := tool.Call{TurnID: "conformance-turn", CallID: name, Arguments: arguments(name), User: "conformance-user"}
+	c := tool.Call{TurnID: "conformance-turn", CallID: name, Arguments: arguments(name), User: user}
 	for round := 0; round < maxRounds; round++ {
 		out, err := t.Run(ctx, c)
 		if err != nil {
@@ -96,7 +109,7 @@ func (h *harness) call(ctx context.Context, t tool.Tool) error {
 			}
 			c.Resume = r
 		case results.KindConnectionRequired:
-			if err := h.connect(ctx, c.User, out.Connection); err != nil {
+			if err := h.connect(ctx, c.User, out.Connection.Provider); err != nil {
 				return fmt.Errorf("connect %s: %w", out.Connection.Provider, err)
 			}
 			c.Resume = &tool.Resume{Decision: results.DecisionConnected}
