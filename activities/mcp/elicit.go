@@ -370,10 +370,19 @@ type elicitor struct {
 	resumedUsed bool
 	pending     *question
 	refused     error
+
+	// asked carries a question the call holds on (see held); the run
+	// parks it. answer brings the person's answer to it, released ends
+	// the wait.
+	asked       chan *question
+	answer      chan storedAnswer
+	released    chan struct{}
+	releaseOnce sync.Once
 }
 
 func newElicitor(server string, answers []storedAnswer, resumed *storedAnswer, cancel context.CancelFunc) *elicitor {
-	e := &elicitor{server: server, cancel: cancel, answers: map[string][]storedAnswer{}, used: map[string]int{}, resumed: resumed}
+	e := &elicitor{server: server, cancel: cancel, answers: map[string][]storedAnswer{}, used: map[string]int{}, resumed: resumed,
+		asked: make(chan *question, 1), answer: make(chan storedAnswer, 1), released: make(chan struct{})}
 	for _, a := range answers {
 		e.answers[a.Question] = append(e.answers[a.Question], a)
 	}
@@ -383,7 +392,7 @@ func newElicitor(server string, answers []storedAnswer, resumed *storedAnswer, c
 	return e
 }
 
-func (e *elicitor) handle(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+func (e *elicitor) handle(ctx context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
 	q, err := describe(e.server, req.Params)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -402,14 +411,51 @@ func (e *elicitor) handle(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk
 		}
 		return have[i].result(), nil
 	}
-	// Several questions may arrive at once (a multi round-trip result
-	// carries them together); the parked one must not depend on which
-	// handler ran first.
-	if e.pending == nil || q.ID < e.pending.ID {
-		e.pending = q
+	if e.pending != nil {
+		// Another question already waits for the person; a server asking
+		// two at once gets this one again on the re-issue.
+		return nil, errParked
 	}
-	e.cancel()
-	return nil, errParked
+	// The run parks this question; the request waits for the answer
+	// while the call is held on this worker.
+	e.pending = q
+	e.asked <- q
+	e.mu.Unlock()
+	var a storedAnswer
+	var ok bool
+	select {
+	case a, ok = <-e.answer:
+	case <-e.released:
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	if !ok {
+		e.cancel()
+		return nil, errParked
+	}
+	e.pending = nil
+	if e.resumed != nil && e.resumed.Question == a.Question {
+		e.resumedUsed = true
+	}
+	e.answers[q.ID] = append(e.answers[q.ID], a)
+	e.used[q.ID] = len(e.answers[q.ID])
+	return a.result(), nil
+}
+
+// deliver hands the person's answer to the question the held call waits
+// on.
+func (e *elicitor) deliver(a storedAnswer) {
+	e.mu.Lock()
+	e.resumed = &a
+	e.resumedUsed = false
+	e.mu.Unlock()
+	e.answer <- a
+}
+
+// release ends a held call's wait: its question is answered with an
+// error.
+func (e *elicitor) release() {
+	e.releaseOnce.Do(func() { close(e.released) })
 }
 
 // outcome reports, once the call is over, the question to put to a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -68,6 +69,33 @@ func TestLegacyElicitationsAreReplayedInOrder(t *testing.T) {
 	require.Equal(t, results.KindSuccess, out.Kind, "%+v", out)
 	require.Equal(t, "n accept overwrite true", out.Success.Parts[0].Text)
 	require.Equal(t, 1, count(f.logLines(t), "ask_legacy done"))
+	require.Equal(t, 1, count(f.logLines(t), "ask_legacy started"), "the answers came back to this worker while the call was held: the server ran once")
+}
+
+// A held call gives up after the server's timeout: its question is
+// answered with an error, and the person's later answer takes the
+// durable path (the call issued again, the question answered from the
+// record).
+func TestALegacyCallHeldTooLongIsIssuedAgain(t *testing.T) {
+	f := openStdio(t, func(s *Server) { s.ProtocolVersion = "2025-11-25"; s.Timeout = Duration(time.Second) })
+	ask := f.tool(t, "t.ask_legacy")
+	call := tool.Call{TurnID: "turn-l2", CallID: "call-1", Arguments: json.RawMessage(`{"name":"n"}`)}
+	out := run(t, ask, call)
+	require.Equal(t, results.InterruptChoice, out.Interrupt.Type)
+	live := func() int {
+		f.ts.live.mu.Lock()
+		defer f.ts.live.mu.Unlock()
+		return len(f.ts.live.m)
+	}
+	require.Equal(t, 1, live(), "the call is held open on this worker")
+	require.Eventually(t, func() bool { return live() == 0 }, 10*time.Second, 20*time.Millisecond,
+		"the held call ends once the window has passed")
+
+	call.Resume = answer(`"keep_both"`)
+	out = run(t, ask, call)
+	require.Equal(t, results.KindInterrupt, out.Kind, "%+v", out)
+	require.Contains(t, out.Interrupt.Prompt, "Really?")
+	require.Equal(t, 2, count(f.logLines(t), "ask_legacy started"), "the call was issued again")
 }
 
 // Each kind of form maps to its interrupt and back: several fields are a

@@ -38,9 +38,11 @@
 // and the server's request state.
 //
 // A server on an older revision asks with elicitation requests in the
-// middle of the call: the run ends, the call is cancelled at the server,
-// and the next run issues it again and answers the server's question at
-// once when it is asked again, word for word (questions asked earlier in
+// middle of the call: the run ends and the call is held open on this
+// worker for the server's timeout, so that an answer coming back here in
+// time reaches the waiting request (see held.go). Otherwise the call is
+// cancelled at the server, and the next run issues it again and answers
+// the server's question at once when it is asked again, word for word (questions asked earlier in
 // the call get their earlier answers, in order). That needs a server
 // whose questions are deterministic for the same arguments: one that
 // asks something different ends the call with a tool error rather than
@@ -57,7 +59,10 @@
 // Requests to an HTTP server carry the turn user's stored connection for
 // the provider named like the server. A 401 (or a 403 asking for more
 // scope) ends the run as connection_required for that provider; after
-// "connected" the call runs again with the stored credential.
+// "connected" the call runs again with the stored credential. With
+// Options.OAuth, the provider is discovered from the server itself (MCP's
+// authorization flow, package connections/oauth's DiscoverMCP) and kept
+// in a registry the gateway shares.
 //
 // # Untrusted servers
 //
@@ -291,6 +296,8 @@ type server struct {
 	live   *liveSet
 	// tasks says which listed tools the server runs only as tasks.
 	tasks *taskTap
+	// held are the calls held open on this worker for an answer.
+	held heldCalls
 }
 
 // maxTools bounds what one server may list.

@@ -52,8 +52,27 @@ func (p *progressSink) handle(_ context.Context, req *mcpsdk.ProgressNotificatio
 	pr := Progress{Progress: finite(req.Params.Progress), Total: finite(req.Params.Total), Message: oneLine(req.Params.Message, maxProgressMessage)}
 	p.mu.Lock()
 	p.last = &pr
+	record := p.record
 	p.mu.Unlock()
-	p.record(pr)
+	record(pr)
+}
+
+// attach records progress as heartbeats of the activity ctx runs in
+// (a held call's next run).
+func (p *progressSink) attach(ctx context.Context) {
+	if !activity.IsActivity(ctx) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.record = func(pr Progress) { activity.RecordHeartbeat(ctx, pr) }
+}
+
+// detach stops recording: the run has ended.
+func (p *progressSink) detach() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.record = func(Progress) {}
 }
 
 // latest is the last progress the server reported, nil if none.

@@ -180,6 +180,15 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 		}
 	}
 
+	if resumed != nil && st.Round == nil {
+		// The call that asked may still be open on this worker, waiting
+		// for this very answer: it goes on where it stopped.
+		if h := s.takeHeld(key, resumed.Question); h != nil {
+			h.follow(ctx)
+			h.el.deliver(*resumed)
+			return t.await(ctx, h, call, st, resumed, run)
+		}
+	}
 	args := call.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
@@ -217,28 +226,66 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 		}
 	}
 
-	callCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The call runs on a context of its own: when the server asks a
+	// question with a request, the call is held open on this worker for
+	// a while (see held), past the end of this run.
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	el := newElicitor(s.name, st.Answers, resumed, cancel)
 	// The token names the call; progress for it becomes heartbeat
 	// details.
 	progress := newProgressSink(ctx, stateKey(key)[:32])
 	params.SetProgressToken(progress.token)
-	sess, err := s.connect(callCtx, sessionOptions{user: call.User, elicit: el.handle, progress: progress})
-	var res *mcpsdk.CallToolResult
-	if err == nil {
-		res, err = sess.cs.CallTool(callCtx, params)
-	}
-	sess.close(callCtx)
-	if sess != nil && sess.proc != nil {
-		if tail := sess.proc.Stderr(); tail != "" {
-			s.opts.Logger.Debug("MCP server stderr", "mcp_server", s.name, "tool", t.spec.Name, "stderr", tail)
+	h := &heldCall{key: key, el: el, progress: progress, cancel: cancel, done: make(chan callDone, 1)}
+	h.follow(ctx)
+	go func() {
+		defer cancel()
+		sess, err := s.connect(callCtx, sessionOptions{user: call.User, elicit: el.handle, progress: progress})
+		var res *mcpsdk.CallToolResult
+		if err == nil {
+			res, err = sess.cs.CallTool(callCtx, params)
 		}
-	}
+		sess.close(callCtx)
+		if sess != nil && sess.proc != nil {
+			if tail := sess.proc.Stderr(); tail != "" {
+				s.opts.Logger.Debug("MCP server stderr", "mcp_server", s.name, "tool", t.spec.Name, "stderr", tail)
+			}
+		}
+		h.ended.Store(true)
+		h.done <- callDone{res: res, err: err, sess: sess}
+	}()
+	return t.await(ctx, h, call, st, resumed, run)
+}
 
+// await waits for the call to finish or to ask the person something.
+func (t *mcpTool) await(ctx context.Context, h *heldCall, call tool.Call, st callState, resumed *storedAnswer, run string) (results.Outcome, error) {
+	s := t.srv
+	select {
+	case q := <-h.el.asked:
+		if ctx.Err() != nil {
+			h.release()
+			return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, ctx.Err())
+		}
+		_, _, resumedUsed := h.el.outcome()
+		out, err := t.park(ctx, st, resumed, resumedUsed, q, run)
+		if err != nil || out.Kind != results.KindInterrupt {
+			h.release()
+			return out, err
+		}
+		s.hold(h, q.ID)
+		return out, nil
+	case d := <-h.done:
+		h.unfollow()
+		return t.finish(ctx, call, st, resumed, run, h.el, d)
+	}
+}
+
+// finish maps a call that ended onto its outcome.
+func (t *mcpTool) finish(ctx context.Context, call tool.Call, st callState, resumed *storedAnswer, run string, el *elicitor, d callDone) (results.Outcome, error) {
+	s := t.srv
+	res, err, sess := d.res, d.err, d.sess
 	parked, refused, resumedUsed := el.outcome()
 	if refused != nil {
-		_ = s.states.remove(ctx, key)
+		_ = s.states.remove(ctx, st.callKey)
 		return results.FailTool("%s asked the user for input in a way Tollgate cannot relay (%v); the call did not finish", s.name, refused), nil
 	}
 	if parked != nil {
@@ -262,7 +309,7 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 	if res != nil && res.NeedsInput() {
 		return t.inputRequired(ctx, st, res, run)
 	}
-	if err := s.states.remove(ctx, key); err != nil {
+	if err := s.states.remove(ctx, st.callKey); err != nil {
 		s.opts.Logger.Warn("Could not remove an MCP call's record", "mcp_server", s.name, "error", err)
 	}
 	return toOutcome(s.name, res)
