@@ -182,3 +182,56 @@ func (s *server) discoverAuth(ctx context.Context, c *challenge) (oauth.Registra
 	}
 	return reg, nil
 }
+
+// serviceToken is the worker's own token for a server whose "oauth"
+// entry has the client_credentials grant, fetched when there is none or
+// it is about to expire.
+func (s *server) serviceToken(ctx context.Context) (string, error) {
+	s.svc.mu.Lock()
+	defer s.svc.mu.Unlock()
+	if t := s.svc.token; t != nil && (t.Expiry.IsZero() || time.Until(t.Expiry) > 30*time.Second) {
+		return t.AccessToken, nil
+	}
+	o := s.cfg.OAuth
+	cc := oauth.ClientCredentials{ClientID: o.ClientID, Scopes: o.Scopes, HTTPClient: &http.Client{Timeout: 30 * time.Second}}
+	if s.opts.HTTPClient != nil {
+		cc.HTTPClient.Transport = s.opts.HTTPClient.Transport
+	}
+	if o.ClientSecret != nil {
+		v, err := o.ClientSecret.resolve(s.opts.Getenv)
+		if err != nil {
+			return "", fmt.Errorf("oauth client_secret: %w", err)
+		}
+		cc.ClientSecret = v
+	}
+	if o.PrivateKey != nil {
+		v, err := o.PrivateKey.resolvePEM(s.opts.Getenv)
+		if err != nil {
+			return "", fmt.Errorf("oauth private_key: %w", err)
+		}
+		cc.PrivateKeyPEM = v
+	}
+	tok, err := oauth.ClientCredentialsToken(ctx, oauth.MCPChallenge{ServerURL: s.cfg.URL}, cc)
+	if err != nil {
+		return "", fmt.Errorf("get the worker's own token for %s: %w", s.name, s.redact(err))
+	}
+	s.svc.token = tok
+	return tok.AccessToken, nil
+}
+
+// forgetServiceToken drops a token the server refused.
+func (s *server) forgetServiceToken() {
+	s.svc.mu.Lock()
+	defer s.svc.mu.Unlock()
+	s.svc.token = nil
+}
+
+// serviceTokens caches a server's client_credentials token.
+type serviceTokens struct {
+	mu    sync.Mutex
+	token *oauth2.Token
+}
+
+func (s *server) usesServiceToken() bool {
+	return s.cfg.OAuth != nil && s.cfg.OAuth.Grant == grantClientCredentials
+}

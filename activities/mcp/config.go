@@ -82,7 +82,18 @@ type Server struct {
 type ServerOAuth struct {
 	ClientID     string  `json:"client_id"`
 	ClientSecret *Secret `json:"client_secret,omitempty"`
+	// Grant "client_credentials" makes the worker get tokens for itself
+	// (its own access, for every user's calls and the tool list) rather
+	// than connect each user's account; PrivateKey (PKCS #8 PEM, EC
+	// P-256) then signs its client assertion instead of a secret.
+	Grant      string   `json:"grant,omitempty"`
+	PrivateKey *Secret  `json:"private_key,omitempty"`
+	Scopes     []string `json:"scopes,omitempty"`
 }
+
+// grantClientCredentials is ServerOAuth.Grant for the worker's own
+// tokens.
+const grantClientCredentials = "client_credentials"
 
 // Override is the operator's word on one tool; it wins over the
 // server's annotations.
@@ -252,10 +263,27 @@ func (s Server) validate(name string) error {
 		if s.OAuth.ClientID == "" || len(s.OAuth.ClientID) > 512 {
 			return errors.New(`"oauth" needs a "client_id" of at most 512 bytes`)
 		}
-		if s.OAuth.ClientSecret != nil {
-			if err := s.OAuth.ClientSecret.validate(); err != nil {
+		if sec := s.OAuth.ClientSecret; sec != nil {
+			if err := sec.validate(); err != nil {
 				return fmt.Errorf("oauth client_secret: %w", err)
 			}
+		}
+		if k := s.OAuth.PrivateKey; k != nil {
+			// A PEM key spans lines; it never goes into a header.
+			lines := *k
+			lines.Value = strings.ReplaceAll(strings.ReplaceAll(lines.Value, "\r", ""), "\n", "")
+			if err := lines.validate(); err != nil {
+				return fmt.Errorf("oauth private_key: %w", err)
+			}
+		}
+		switch s.OAuth.Grant {
+		case "":
+		case grantClientCredentials:
+			if s.OAuth.ClientSecret == nil && s.OAuth.PrivateKey == nil {
+				return errors.New(`"oauth" with grant client_credentials needs a "client_secret" or a "private_key"`)
+			}
+		default:
+			return fmt.Errorf(`"oauth" grant %q must be empty (each user connects) or client_credentials`, s.OAuth.Grant)
 		}
 	}
 	if t := time.Duration(s.Timeout); t < 0 || t > maxTimeout || (t > 0 && t < time.Second) {
@@ -395,6 +423,27 @@ func (s Secret) resolve(getenv func(string) string) (string, error) {
 		return "", errors.New("the secret contains a line break or NUL")
 	}
 	return s.Prefix + v, nil
+}
+
+// resolvePEM is resolve for a PEM block, which spans lines.
+func (s Secret) resolvePEM(getenv func(string) string) (string, error) {
+	if s.Value != "" {
+		return s.Value, nil
+	}
+	if s.Env != "" {
+		if v := getenv(s.Env); v != "" {
+			return v, nil
+		}
+		return "", fmt.Errorf("environment variable %s is empty or unset", s.Env)
+	}
+	b, err := os.ReadFile(s.File)
+	if err != nil {
+		return "", fmt.Errorf("read the key file: %w", err)
+	}
+	if len(b) > maxSecretBytes {
+		return "", fmt.Errorf("key file %s is larger than %d bytes", s.File, maxSecretBytes)
+	}
+	return string(b), nil
 }
 
 // resolveHeaders reads a set of headers.

@@ -298,6 +298,8 @@ type server struct {
 	tasks *taskTap
 	// held are the calls held open on this worker for an answer.
 	held heldCalls
+	// svc is the worker's own token (client_credentials).
+	svc serviceTokens
 }
 
 // maxTools bounds what one server may list.
@@ -335,6 +337,10 @@ func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, error) {
 // discoveryRefused is Open's error for a server that refused to list its
 // tools to the worker (HTTP 401, or 403 asking for more scope).
 func (s *server) discoveryRefused(ctx context.Context, c *challenge) error {
+	if s.usesServiceToken() {
+		s.forgetServiceToken()
+		return fmt.Errorf("mcp server %s refused the worker's own token (HTTP %d) when Tollgate listed its tools", s.name, c.status)
+	}
 	if s.opts.DiscoveryUser == "" {
 		return fmt.Errorf("mcp server %s answered HTTP %d when Tollgate listed its tools: give it a credential for discovery in \"discovery_headers\", or name a discovery user whose connection lists them", s.name, c.status)
 	}
@@ -440,6 +446,15 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 		sess.auth = &userAuth{user: so.user, provider: s.name}
 		if !so.discovery || so.user != "" {
 			sess.auth.store = s.opts.Connections
+		}
+		if s.usesServiceToken() {
+			// The worker's own token goes with every request; no user's.
+			tok, err := s.serviceToken(ctx)
+			if err != nil {
+				return nil, err
+			}
+			headers.Set("Authorization", "Bearer "+tok)
+			sess.auth.store = nil
 		}
 		transport = &mcpsdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,

@@ -410,6 +410,11 @@ const maxRequestState = 64 << 10
 // connect the provider named like the server.
 func (t *mcpTool) needConnection(ctx context.Context, call tool.Call, st callState, resumed *storedAnswer, run string, c *challenge, sent bool) (results.Outcome, error) {
 	s := t.srv
+	if s.usesServiceToken() {
+		// The worker's own token was refused: a fresh one may pass.
+		s.forgetServiceToken()
+		return results.Outcome{}, tool.Retryable(fmt.Errorf("%s: the server refused the worker's own token (HTTP %d)", t.spec.Name, c.status))
+	}
 	if c.status == 403 && !c.insufficient {
 		return results.FailTool("%s refused the call (HTTP 403): the user's account may not do this", s.name), nil
 	}

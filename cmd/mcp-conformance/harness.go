@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/activities/mcp"
@@ -49,16 +50,26 @@ func newHarness(_ context.Context, scenario, _ string, logger *slog.Logger) (*ha
 	h.providers = (*oauth.Providers)(nil).WithRegistry(h.registry, nil)
 	if raw := os.Getenv("MCP_CONFORMANCE_CONTEXT"); raw != "" {
 		var ctx struct {
-			ClientID     string `json:"client_id"`
-			ClientSecret string `json:"client_secret"`
+			ClientID      string `json:"client_id"`
+			ClientSecret  string `json:"client_secret"`
+			PrivateKeyPEM string `json:"private_key_pem"`
 		}
 		if err := json.Unmarshal([]byte(raw), &ctx); err != nil {
 			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
 		}
-		if ctx.ClientID != "" && scenario == "auth/pre-registration" {
+		// The suite registered a client for us: the operator's "oauth"
+		// entry. The client-credentials scenarios are a worker's own
+		// access (no person connects).
+		if ctx.ClientID != "" {
 			h.preRegistered = &mcp.ServerOAuth{ClientID: ctx.ClientID}
 			if ctx.ClientSecret != "" {
 				h.preRegistered.ClientSecret = &mcp.Secret{Value: ctx.ClientSecret}
+			}
+			if ctx.PrivateKeyPEM != "" {
+				h.preRegistered.PrivateKey = &mcp.Secret{Value: ctx.PrivateKeyPEM}
+			}
+			if strings.HasPrefix(scenario, "auth/client-credentials") {
+				h.preRegistered.Grant = "client_credentials"
 			}
 		}
 	}

@@ -3,7 +3,15 @@ package oauth
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -115,6 +123,12 @@ var ErrResourceMismatch = errors.New("the protected-resource metadata names anot
 // ch, registers Tollgate with it as cl says, and returns the provider as
 // a registration named id.
 func DiscoverMCP(ctx context.Context, id string, ch MCPChallenge, cl MCPClient) (Registration, error) {
+	return discoverMCP(ctx, id, ch, cl, true)
+}
+
+// discoverMCP is DiscoverMCP; a client that gets tokens for itself has
+// no authorization code to protect and needs no PKCE.
+func discoverMCP(ctx context.Context, id string, ch MCPChallenge, cl MCPClient, pkce bool) (Registration, error) {
 	c := cl.HTTPClient
 	if c == nil {
 		c = &http.Client{Timeout: 30 * time.Second}
@@ -185,7 +199,7 @@ func DiscoverMCP(ctx context.Context, id string, ch MCPChallenge, cl MCPClient) 
 		base := issuer.Scheme + "://" + issuer.Host
 		as = &serverMetadata{AuthorizationEndpoint: base + "/authorize", TokenEndpoint: base + "/token", RegistrationEndpoint: base + "/register", CodeChallengeMethods: []string{"S256"}}
 	}
-	if as.CodeChallengeMethods != nil && !slices.Contains(as.CodeChallengeMethods, "S256") {
+	if pkce && as.CodeChallengeMethods != nil && !slices.Contains(as.CodeChallengeMethods, "S256") {
 		return Registration{}, fmt.Errorf("the authorization server %s does not support PKCE with S256, which Tollgate requires", redacted(issuer))
 	}
 	for _, u := range []string{as.AuthorizationEndpoint, as.TokenEndpoint} {
@@ -395,4 +409,133 @@ func fetchJSON[T any](ctx context.Context, c *http.Client, u string) (T, bool, e
 		return zero, false, fmt.Errorf("metadata at %s is not JSON: %w", u, err)
 	}
 	return v, true, nil
+}
+
+// ClientCredentials is a client that gets tokens for itself (the
+// client_credentials grant): a worker's own access to an MCP server, for
+// no person in particular.
+type ClientCredentials struct {
+	ClientID string
+	// ClientSecret authenticates with client_secret_basic (or _post,
+	// where the server supports only that).
+	ClientSecret string
+	// PrivateKeyPEM, instead of a secret, signs a JWT assertion
+	// (private_key_jwt, RFC 7523) with ES256: a PKCS #8 EC P-256 key.
+	PrivateKeyPEM string
+	Scopes        []string
+	HTTPClient    *http.Client
+}
+
+// ClientCredentialsToken discovers the MCP server's authorization server
+// and asks it for a token of the client's own, for the server as the
+// resource.
+func ClientCredentialsToken(ctx context.Context, ch MCPChallenge, cc ClientCredentials) (*oauth2.Token, error) {
+	c := cc.HTTPClient
+	if c == nil {
+		c = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cc.ClientID == "" || (cc.ClientSecret == "" && cc.PrivateKeyPEM == "") {
+		return nil, errors.New("a client_credentials client needs a client id and a secret or a private key")
+	}
+	// Discovery needs a redirect URL only to register a client, which a
+	// configured client never does.
+	reg, err := discoverMCP(ctx, "service", ch, MCPClient{RedirectURL: "http://localhost/unused", ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, HTTPClient: c}, false)
+	if err != nil {
+		return nil, err
+	}
+	form := url.Values{"grant_type": {"client_credentials"}}
+	scopes := cc.Scopes
+	if len(scopes) == 0 {
+		scopes = reg.Scopes
+	}
+	if len(scopes) > 0 {
+		form.Set("scope", strings.Join(scopes, " "))
+	}
+	if reg.Resource != "" {
+		form.Set("resource", reg.Resource)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, reg.TokenURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("token request: %w", err)
+	}
+	switch {
+	case cc.PrivateKeyPEM != "":
+		aud := reg.Issuer
+		if aud == "" {
+			aud = reg.TokenURL
+		}
+		assertion, err := signAssertion(cc.PrivateKeyPEM, cc.ClientID, aud)
+		if err != nil {
+			return nil, err
+		}
+		form.Set("client_id", cc.ClientID)
+		form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+		form.Set("client_assertion", assertion)
+	case reg.AuthMethod == "client_secret_post":
+		form.Set("client_id", cc.ClientID)
+		form.Set("client_secret", cc.ClientSecret)
+	default:
+		req.SetBasicAuth(url.QueryEscape(cc.ClientID), url.QueryEscape(cc.ClientSecret))
+	}
+	body := form.Encode()
+	req.Body = io.NopCloser(strings.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("token request at %s: %w", reg.TokenURL, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+		ExpiresIn   int64  `json:"expires_in"`
+		Error       string `json:"error"`
+	}
+	_ = json.NewDecoder(io.LimitReader(resp.Body, maxConfigFile)).Decode(&out)
+	if resp.StatusCode != http.StatusOK || out.AccessToken == "" {
+		if out.Error != "" {
+			return nil, fmt.Errorf("token request at %s: %w (%s)", reg.TokenURL, ErrRefused, out.Error)
+		}
+		return nil, fmt.Errorf("token request at %s: the authorization server answered %s", reg.TokenURL, resp.Status)
+	}
+	tok := &oauth2.Token{AccessToken: out.AccessToken, TokenType: "Bearer"}
+	if out.ExpiresIn > 0 {
+		tok.Expiry = time.Now().Add(time.Duration(out.ExpiresIn) * time.Second)
+	}
+	return tok, nil
+}
+
+// signAssertion is an RFC 7523 client assertion signed with ES256.
+func signAssertion(keyPEM, clientID, audience string) (string, error) {
+	block, _ := pem.Decode([]byte(keyPEM))
+	if block == nil {
+		return "", errors.New("the private key is not PEM")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return "", fmt.Errorf("the private key is not PKCS #8: %w", err)
+	}
+	key, ok := k.(*ecdsa.PrivateKey)
+	if !ok || key.Curve != elliptic.P256() {
+		return "", errors.New("the private key is not an EC P-256 key (ES256)")
+	}
+	jti := make([]byte, 16)
+	if _, err := rand.Read(jti); err != nil {
+		return "", err
+	}
+	now := time.Now()
+	header, _ := json.Marshal(map[string]string{"alg": "ES256", "typ": "JWT"})
+	claims, _ := json.Marshal(map[string]any{"iss": clientID, "sub": clientID, "aud": audience, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(), "jti": hex.EncodeToString(jti)})
+	signing := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(claims)
+	sum := sha256.Sum256([]byte(signing))
+	r, s, err := ecdsa.Sign(rand.Reader, key, sum[:])
+	if err != nil {
+		return "", fmt.Errorf("sign the client assertion: %w", err)
+	}
+	sig := make([]byte, 64)
+	r.FillBytes(sig[:32])
+	s.FillBytes(sig[32:])
+	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }

@@ -2,9 +2,19 @@ package oauth
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -93,4 +103,64 @@ func TestProvidersFindRegisteredProviders(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "s", got.ClientSecret)
+}
+
+// A client that gets tokens for itself: with a secret (HTTP Basic), or
+// with an ES256-signed assertion whose issuer, subject and audience the
+// authorization server checks; the server is the token's resource.
+func TestClientCredentialsTokens(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+
+	var as *httptest.Server
+	var gotResource string
+	as = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/.well-known/oauth-protected-resource/mcp":
+			_ = json.NewEncoder(w).Encode(map[string]any{"resource": as.URL + "/mcp", "authorization_servers": []string{as.URL}})
+		case "/.well-known/oauth-authorization-server":
+			_ = json.NewEncoder(w).Encode(map[string]any{"issuer": as.URL, "authorization_endpoint": as.URL + "/authorize", "token_endpoint": as.URL + "/token",
+				"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "private_key_jwt"}})
+		case "/token":
+			_ = r.ParseForm()
+			gotResource = r.PostForm.Get("resource")
+			ok := false
+			if id, secret, basic := r.BasicAuth(); basic {
+				ok = id == "svc" && secret == "s3cret"
+			} else if a := r.PostForm.Get("client_assertion"); a != "" {
+				parts := strings.Split(a, ".")
+				if len(parts) == 3 {
+					var claims struct{ Iss, Sub, Aud string }
+					body, _ := base64.RawURLEncoding.DecodeString(parts[1])
+					_ = json.Unmarshal(body, &claims)
+					sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
+					sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+					ok = len(sig) == 64 && ecdsa.Verify(&key.PublicKey, sum[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) &&
+						claims.Iss == "svc" && claims.Sub == "svc" && claims.Aud == as.URL
+				}
+			}
+			if !ok || r.PostForm.Get("grant_type") != "client_credentials" {
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+				return
+			}
+			_, _ = w.Write([]byte(`{"access_token":"svc-token","token_type":"Bearer","expires_in":60}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer as.Close()
+	ch := MCPChallenge{ServerURL: as.URL + "/mcp"}
+	tok, err := ClientCredentialsToken(context.Background(), ch, ClientCredentials{ClientID: "svc", ClientSecret: "s3cret"})
+	require.NoError(t, err)
+	require.Equal(t, "svc-token", tok.AccessToken)
+	require.Equal(t, as.URL+"/mcp", gotResource)
+	tok, err = ClientCredentialsToken(context.Background(), ch, ClientCredentials{ClientID: "svc", PrivateKeyPEM: keyPEM})
+	require.NoError(t, err)
+	require.Equal(t, "svc-token", tok.AccessToken)
+	_, err = ClientCredentialsToken(context.Background(), ch, ClientCredentials{ClientID: "svc", ClientSecret: "wrong"})
+	require.ErrorIs(t, err, ErrRefused)
 }
