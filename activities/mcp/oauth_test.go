@@ -79,6 +79,18 @@ func newLoopbackAS(t *testing.T) *loopbackAS {
 		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
 		as.mu.Lock()
 		defer as.mu.Unlock()
+		if r.PostForm.Get("grant_type") == "client_credentials" {
+			as.tokenResource = r.PostForm.Get("resource")
+			if r.PostForm.Get("client_id") != "svc" || r.PostForm.Get("client_secret") != "svc-secret" {
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+				return
+			}
+			as.issued["svc-token"] = ""
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"access_token":"svc-token","token_type":"Bearer","expires_in":3600}`))
+			return
+		}
 		as.tokenResource = r.PostForm.Get("resource")
 		if r.PostForm.Get("code") != "the-code" || base64.RawURLEncoding.EncodeToString(sum[:]) != as.challenge ||
 			r.PostForm.Get("client_id") != "dyn-client" || r.PostForm.Get("client_secret") != "dyn-secret" || as.tokenResource != as.authResource {
@@ -260,4 +272,31 @@ func TestOAuthDiscoveryUserListsTheTools(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(ts.Close)
 	require.NotEmpty(t, ts.Tools())
+}
+
+// With the client_credentials grant the worker gets a token of its own
+// from the server's authorization server: the tools are listed and a
+// call runs without discovery headers and without any user's connection.
+func TestOAuthClientCredentialsAreTheWorkersOwnAccess(t *testing.T) {
+	as := newLoopbackAS(t)
+	srv := protectedMCP(t, as, func(base string) string { return base + "/mcp" })
+	ts, err := Open(context.Background(), Config{Servers: map[string]Server{"h": {
+		URL:   srv.URL + "/mcp",
+		OAuth: &ServerOAuth{ClientID: "svc", ClientSecret: &Secret{Value: "svc-secret"}, Grant: grantClientCredentials},
+	}}}, Options{Connections: connections.NewMemoryStore()})
+	require.NoError(t, err)
+	t.Cleanup(ts.Close)
+	var read tool.Tool
+	for _, tl := range ts.Tools() {
+		if tl.Spec().Name == "h.read" {
+			read = tl
+		}
+	}
+	require.NotNil(t, read)
+	out := run(t, read, tool.Call{TurnID: "turn-cc", CallID: "call-1"})
+	require.Equal(t, results.KindSuccess, out.Kind, "%+v", out)
+	as.mu.Lock()
+	require.Equal(t, srv.URL+"/mcp", as.tokenResource)
+	require.Zero(t, as.registered)
+	as.mu.Unlock()
 }
