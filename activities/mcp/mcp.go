@@ -318,6 +318,11 @@ func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, error) {
 		return nil, fmt.Errorf("mcp server %s: %w", s.name, s.redact(err))
 	}
 	defer sess.close(ctx)
+	if ir := sess.cs.InitializeResult(); ir != nil {
+		// Each server gets the newest revision both speak; which one
+		// decides how its questions come (see the package documentation).
+		s.opts.Logger.Info("MCP server connected", "mcp_server", s.name, "protocol_version", ir.ProtocolVersion)
+	}
 	var tools []*mcpsdk.Tool
 	for t, err := range sess.cs.Tools(ctx, nil) {
 		if err != nil {
