@@ -145,9 +145,49 @@ func answer(in *results.Interrupt) (*tool.Resume, error) {
 		b, _ := json.Marshal(in.Options[0].ID)
 		return &tool.Resume{Decision: results.DecisionAnswer, Answer: b}, nil
 	case results.InterruptQuestion:
-		return &tool.Resume{Decision: results.DecisionAnswer, Answer: json.RawMessage(`{}`)}, nil
+		return &tool.Resume{Decision: results.DecisionAnswer, Answer: formAnswer(in.Schema)}, nil
 	case results.InterruptApproval:
 		return &tool.Resume{Decision: results.DecisionApprove}, nil
 	}
 	return nil, fmt.Errorf("an interrupt of type %q", in.Type)
+}
+
+// formAnswer fills what a form requires and nothing else, so that the
+// server's defaults apply to the rest: the first option of a field with
+// fixed values, else a value of the field's type.
+func formAnswer(schema json.RawMessage) json.RawMessage {
+	var sc struct {
+		Type       string   `json:"type"`
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Type string `json:"type"`
+			Enum []any  `json:"enum"`
+		} `json:"properties"`
+		Enum []any `json:"enum"`
+	}
+	if json.Unmarshal(schema, &sc) != nil {
+		return json.RawMessage(`{}`)
+	}
+	value := func(typ string, enum []any) any {
+		switch {
+		case len(enum) > 0:
+			return enum[0]
+		case typ == "number" || typ == "integer":
+			return 1
+		case typ == "boolean":
+			return true
+		}
+		return "conformance"
+	}
+	if sc.Type != "object" {
+		b, _ := json.Marshal(value(sc.Type, sc.Enum))
+		return b
+	}
+	out := map[string]any{}
+	for _, name := range sc.Required {
+		f := sc.Properties[name]
+		out[name] = value(f.Type, f.Enum)
+	}
+	b, _ := json.Marshal(out)
+	return b
 }
