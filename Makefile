@@ -5,7 +5,7 @@ GO       ?= go
 DATA     ?= .tollgate
 WORKSPACE ?= workspace
 
-.PHONY: run test lint bench histories compose-up compose-down clean test-cluster
+.PHONY: run test lint bench histories compose-up compose-down clean test-cluster test-mcp
 
 ## run: embedded Temporal server (SQLite in $(DATA)) and the worker
 run: $(WORKSPACE)/notes.txt
@@ -44,6 +44,13 @@ histories:
 test-cluster:
 	GO="$(GO)" ./internal/tests/cluster/bins.sh
 	TOLLGATE_CLUSTER=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./internal/tests/cluster/
+
+## test-mcp: the MCP conformance suite's client scenarios against
+## Tollgate's MCP client (Node 22 and the suite come from npm, into the
+## user's cache); cmd/mcp-conformance/expected-failures.yml lists the
+## scenarios known to fail
+test-mcp:
+	GO="$(GO)" ./cmd/mcp-conformance/run.sh
 
 ## compose-up / compose-down: Postgres, Temporal, its UI and the worker
 compose-up:

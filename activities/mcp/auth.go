@@ -9,10 +9,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/oauth2"
 
 	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 )
 
 // userAuth is the SDK's OAuth hook for one session: requests carry the
@@ -143,4 +145,93 @@ func safeText(s string) bool {
 		}
 	}
 	return true
+}
+
+// discoverAuth runs MCP's authorization discovery for the server's
+// challenge and keeps the provider it found in the registry, named like
+// the server (the connection provider its calls carry).
+func (s *server) discoverAuth(ctx context.Context, c *challenge) (oauth.Registration, error) {
+	o := s.opts.OAuth
+	cl := o.Client
+	if s.cfg.OAuth != nil {
+		cl.ClientID = s.cfg.OAuth.ClientID
+		cl.ClientSecret = ""
+		if s.cfg.OAuth.ClientSecret != nil {
+			secret, err := s.cfg.OAuth.ClientSecret.resolve(s.opts.Getenv)
+			if err != nil {
+				return oauth.Registration{}, fmt.Errorf("oauth client_secret: %w", err)
+			}
+			cl.ClientSecret = secret
+		}
+	}
+	if prev, ok, err := o.Registry.Load(s.name); err == nil && ok {
+		cl.Previous = &prev
+	}
+	if cl.HTTPClient == nil {
+		cl.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		if s.opts.HTTPClient != nil {
+			cl.HTTPClient.Transport = s.opts.HTTPClient.Transport
+		}
+	}
+	reg, err := oauth.DiscoverMCP(ctx, s.name, oauth.MCPChallenge{ServerURL: s.cfg.URL, ResourceMetadata: c.resourceMetadata, Scopes: c.scopes}, cl)
+	if err != nil {
+		return oauth.Registration{}, s.redact(err)
+	}
+	if err := o.Registry.Save(reg); err != nil {
+		return oauth.Registration{}, err
+	}
+	return reg, nil
+}
+
+// serviceToken is the worker's own token for a server whose "oauth"
+// entry has the client_credentials grant, fetched when there is none or
+// it is about to expire.
+func (s *server) serviceToken(ctx context.Context) (string, error) {
+	s.svc.mu.Lock()
+	defer s.svc.mu.Unlock()
+	if t := s.svc.token; t != nil && (t.Expiry.IsZero() || time.Until(t.Expiry) > 30*time.Second) {
+		return t.AccessToken, nil
+	}
+	o := s.cfg.OAuth
+	cc := oauth.ClientCredentials{ClientID: o.ClientID, Scopes: o.Scopes, HTTPClient: &http.Client{Timeout: 30 * time.Second}}
+	if s.opts.HTTPClient != nil {
+		cc.HTTPClient.Transport = s.opts.HTTPClient.Transport
+	}
+	if o.ClientSecret != nil {
+		v, err := o.ClientSecret.resolve(s.opts.Getenv)
+		if err != nil {
+			return "", fmt.Errorf("oauth client_secret: %w", err)
+		}
+		cc.ClientSecret = v
+	}
+	if o.PrivateKey != nil {
+		v, err := o.PrivateKey.resolvePEM(s.opts.Getenv)
+		if err != nil {
+			return "", fmt.Errorf("oauth private_key: %w", err)
+		}
+		cc.PrivateKeyPEM = v
+	}
+	tok, err := oauth.ClientCredentialsToken(ctx, oauth.MCPChallenge{ServerURL: s.cfg.URL}, cc)
+	if err != nil {
+		return "", fmt.Errorf("get the worker's own token for %s: %w", s.name, s.redact(err))
+	}
+	s.svc.token = tok
+	return tok.AccessToken, nil
+}
+
+// forgetServiceToken drops a token the server refused.
+func (s *server) forgetServiceToken() {
+	s.svc.mu.Lock()
+	defer s.svc.mu.Unlock()
+	s.svc.token = nil
+}
+
+// serviceTokens caches a server's client_credentials token.
+type serviceTokens struct {
+	mu    sync.Mutex
+	token *oauth2.Token
+}
+
+func (s *server) usesServiceToken() bool {
+	return s.cfg.OAuth != nil && s.cfg.OAuth.Grant == grantClientCredentials
 }

@@ -58,6 +58,11 @@ type Server struct {
 	// ConnectHint tells a person how to connect an account when the
 	// server answers 401; the server's own metadata is used otherwise.
 	ConnectHint string `json:"connect_hint,omitempty"`
+	// OAuth names a client registered beforehand with the server's
+	// authorization server, for MCP's authorization flow (Options.OAuth);
+	// without it Tollgate uses a client ID metadata document or registers
+	// a client itself.
+	OAuth *ServerOAuth `json:"oauth,omitempty"`
 
 	// Timeout bounds one call, elicitation rounds included (default 60s).
 	Timeout Duration `json:"timeout,omitempty"`
@@ -71,6 +76,24 @@ type Server struct {
 	// to every tool of the server that has no entry of its own.
 	Tools map[string]Override `json:"tools,omitempty"`
 }
+
+// ServerOAuth is a pre-registered client of a server's authorization
+// server.
+type ServerOAuth struct {
+	ClientID     string  `json:"client_id"`
+	ClientSecret *Secret `json:"client_secret,omitempty"`
+	// Grant "client_credentials" makes the worker get tokens for itself
+	// (its own access, for every user's calls and the tool list) rather
+	// than connect each user's account; PrivateKey (PKCS #8 PEM, EC
+	// P-256) then signs its client assertion instead of a secret.
+	Grant      string   `json:"grant,omitempty"`
+	PrivateKey *Secret  `json:"private_key,omitempty"`
+	Scopes     []string `json:"scopes,omitempty"`
+}
+
+// grantClientCredentials is ServerOAuth.Grant for the worker's own
+// tokens.
+const grantClientCredentials = "client_credentials"
 
 // Override is the operator's word on one tool; it wins over the
 // server's annotations.
@@ -236,6 +259,33 @@ func (s Server) validate(name string) error {
 			return err
 		}
 	}
+	if s.OAuth != nil {
+		if s.OAuth.ClientID == "" || len(s.OAuth.ClientID) > 512 {
+			return errors.New(`"oauth" needs a "client_id" of at most 512 bytes`)
+		}
+		if sec := s.OAuth.ClientSecret; sec != nil {
+			if err := sec.validate(); err != nil {
+				return fmt.Errorf("oauth client_secret: %w", err)
+			}
+		}
+		if k := s.OAuth.PrivateKey; k != nil {
+			// A PEM key spans lines; it never goes into a header.
+			lines := *k
+			lines.Value = strings.ReplaceAll(strings.ReplaceAll(lines.Value, "\r", ""), "\n", "")
+			if err := lines.validate(); err != nil {
+				return fmt.Errorf("oauth private_key: %w", err)
+			}
+		}
+		switch s.OAuth.Grant {
+		case "":
+		case grantClientCredentials:
+			if s.OAuth.ClientSecret == nil && s.OAuth.PrivateKey == nil {
+				return errors.New(`"oauth" with grant client_credentials needs a "client_secret" or a "private_key"`)
+			}
+		default:
+			return fmt.Errorf(`"oauth" grant %q must be empty (each user connects) or client_credentials`, s.OAuth.Grant)
+		}
+	}
 	if t := time.Duration(s.Timeout); t < 0 || t > maxTimeout || (t > 0 && t < time.Second) {
 		return fmt.Errorf("timeout %s must be between 1s and %s", t, maxTimeout)
 	}
@@ -260,8 +310,8 @@ func (s Server) validate(name string) error {
 }
 
 func (s Server) validateStdio() error {
-	if len(s.Headers) > 0 || len(s.DiscoveryHeaders) > 0 || s.ConnectHint != "" {
-		return errors.New(`"headers", "discovery_headers" and "connect_hint" are for "url" servers`)
+	if len(s.Headers) > 0 || len(s.DiscoveryHeaders) > 0 || s.ConnectHint != "" || s.OAuth != nil {
+		return errors.New(`"headers", "discovery_headers", "connect_hint" and "oauth" are for "url" servers`)
 	}
 	if strings.ContainsRune(s.Command, 0) {
 		return errors.New("the command contains NUL")
@@ -373,6 +423,27 @@ func (s Secret) resolve(getenv func(string) string) (string, error) {
 		return "", errors.New("the secret contains a line break or NUL")
 	}
 	return s.Prefix + v, nil
+}
+
+// resolvePEM is resolve for a PEM block, which spans lines.
+func (s Secret) resolvePEM(getenv func(string) string) (string, error) {
+	if s.Value != "" {
+		return s.Value, nil
+	}
+	if s.Env != "" {
+		if v := getenv(s.Env); v != "" {
+			return v, nil
+		}
+		return "", fmt.Errorf("environment variable %s is empty or unset", s.Env)
+	}
+	b, err := os.ReadFile(s.File)
+	if err != nil {
+		return "", fmt.Errorf("read the key file: %w", err)
+	}
+	if len(b) > maxSecretBytes {
+		return "", fmt.Errorf("key file %s is larger than %d bytes", s.File, maxSecretBytes)
+	}
+	return string(b), nil
 }
 
 // resolveHeaders reads a set of headers.

@@ -104,3 +104,32 @@ func TestSecretsAreReadWhereTheConfigSays(t *testing.T) {
 func TestRedactURLDropsTheQuery(t *testing.T) {
 	require.Equal(t, "https://h.invalid/mcp", redactURL("https://h.invalid/mcp?key=secret#frag"))
 }
+
+// An "oauth" entry is for HTTP servers, names its client, and takes only
+// the grants Tollgate runs; a private key may span lines, a secret not.
+func TestOAuthEntriesAreChecked(t *testing.T) {
+	for _, tt := range []struct{ name, oauth, want string }{
+		{"stdio", ``, ""},
+		{"no client", `{"client_secret": "s"}`, `needs a "client_id"`},
+		{"grant", `{"client_id": "c", "grant": "password"}`, `grant "password"`},
+		{"cc without a credential", `{"client_id": "c", "grant": "client_credentials"}`, `needs a "client_secret" or a "private_key"`},
+		{"secret with a line break", `{"client_id": "c", "client_secret": "a\nb"}`, "line break"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.oauth == "" {
+				_, err := ParseConfig([]byte(`{"servers": {"a": {"command": "x", "oauth": {"client_id": "c"}}}}`))
+				require.ErrorContains(t, err, `"oauth" are for "url" servers`)
+				return
+			}
+			_, err := ParseConfig([]byte(`{"servers": {"a": {"url": "http://127.0.0.1:1/mcp", "oauth": ` + tt.oauth + `}}}`))
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	cfg, err := ParseConfig([]byte(`{"servers": {"a": {"url": "http://127.0.0.1:1/mcp", "oauth": {"client_id": "c", "grant": "client_credentials",
+	  "private_key": "-----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----\n", "scopes": ["mcp:tools"]}}}}`))
+	require.NoError(t, err)
+	require.Equal(t, grantClientCredentials, cfg.Servers["a"].OAuth.Grant)
+	key, err := cfg.Servers["a"].OAuth.PrivateKey.resolvePEM(func(string) string { return "" })
+	require.NoError(t, err)
+	require.Contains(t, key, "\nMIGH\n")
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -46,7 +47,13 @@ const (
 	// kindObject: several fields; a question whose schema is the
 	// server's, the answer being the whole object.
 	kindObject = "object"
+	// kindURL: the server asks the person to open a page of its own (URL
+	// mode: a sign-in, a payment); a choice of done or decline.
+	kindURL = "url"
 )
+
+// maxElicitURL bounds the URL of a URL-mode elicitation.
+const maxElicitURL = 2 << 10
 
 // question is one elicitation as Tollgate puts it to a person, with what
 // it takes to turn the answer into the server's result.
@@ -56,6 +63,7 @@ type question struct {
 	// for word.
 	ID       string          `json:"id"`
 	Kind     string          `json:"kind"`
+	URL      string          `json:"url,omitempty"`
 	Property string          `json:"property,omitempty"`
 	Schema   json.RawMessage `json:"schema,omitempty"`
 	// Interrupt is what the card shows.
@@ -65,8 +73,11 @@ type question struct {
 // describe turns a form elicitation into a question. The SDK has already
 // checked that the schema is a flat object of primitive fields.
 func describe(server string, p *mcpsdk.ElicitParams) (*question, error) {
-	if p.Mode == "url" || p.URL != "" {
-		return nil, errors.New("the server asked the user to open a URL (URL elicitation), which Tollgate does not relay")
+	if p.Mode == "url" || (p.Mode == "" && (p.URL != "" || p.ElicitationID != "")) {
+		return describeURL(server, p)
+	}
+	if p.Mode != "" && p.Mode != "form" {
+		return nil, fmt.Errorf("the server asked in elicitation mode %q, which Tollgate does not know", clean(p.Mode, 32))
 	}
 	var raw json.RawMessage
 	if p.RequestedSchema != nil {
@@ -110,8 +121,79 @@ func describe(server string, p *mcpsdk.ElicitParams) (*question, error) {
 		}
 	}
 	q.Kind = kindObject
-	q.Interrupt = results.Interrupt{Type: results.InterruptQuestion, Prompt: prompt + "\nAnswer with a JSON object that fits the schema.", Schema: raw}
+	hint := "\nAnswer with a JSON object that fits the schema."
+	shown := raw
+	if withDefaults := defaultedFields(&schema); len(withDefaults) > 0 {
+		// A field the server gives a default for may be left out (the
+		// default is filled in), so the person is not made to repeat it.
+		hint += " Fields left out take the server's defaults: " + strings.Join(withDefaults, ", ") + "."
+		schema.Required = slices.DeleteFunc(slices.Clone(schema.Required), func(name string) bool { return slices.Contains(withDefaults, name) })
+		b, err := json.Marshal(&schema)
+		if err != nil {
+			return nil, fmt.Errorf("the requested schema does not encode: %w", err)
+		}
+		shown = b
+	}
+	q.Interrupt = results.Interrupt{Type: results.InterruptQuestion, Prompt: prompt + hint, Schema: shown}
 	return q, nil
+}
+
+// describeURL turns a URL-mode elicitation into a choice whose prompt
+// carries the page: the person opens it, does what the server needs
+// there, and says done (or declines). Only an http(s) URL is relayed: a
+// card's link must not be a javascript: or file: one.
+func describeURL(server string, p *mcpsdk.ElicitParams) (*question, error) {
+	if p.RequestedSchema != nil {
+		return nil, errors.New("a URL elicitation carries a requested schema")
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || len(p.URL) > maxElicitURL || !safeText(p.URL) {
+		return nil, fmt.Errorf("the page the server asked the user to open is not an http(s) URL of at most %d bytes without credentials", maxElicitURL)
+	}
+	sum := sha256.Sum256([]byte("url\x00" + p.Message + "\x00" + p.URL))
+	q := &question{ID: hex.EncodeToString(sum[:16]), Kind: kindURL, URL: p.URL}
+	prompt := fmt.Sprintf("The MCP server %s asks you to open a page: %s\n%s\nChoose \"Done\" when you have finished there.", server, p.URL, clean(p.Message, maxMessageBytes))
+	q.Interrupt = results.Interrupt{Type: results.InterruptChoice, Prompt: prompt, Options: []results.Option{
+		{ID: "done", Label: "Done"}, {ID: "decline", Label: "Decline"},
+	}}
+	return q, nil
+}
+
+// defaultedFields names the fields of a form that carry a default, in
+// order.
+func defaultedFields(s *jsonschema.Schema) []string {
+	var names []string
+	for name, f := range s.Properties {
+		if f != nil && len(f.Default) > 0 && string(f.Default) != "null" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// applyDefaults fills the fields an accepted form left out with the
+// defaults the server's schema gives (the spec's rule for elicitation
+// defaults): the server receives a complete answer.
+func applyDefaults(raw json.RawMessage, content map[string]any) error {
+	if len(raw) == 0 || content == nil {
+		return nil
+	}
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		return fmt.Errorf("the requested schema does not decode: %w", err)
+	}
+	for _, name := range defaultedFields(&schema) {
+		if _, ok := content[name]; ok {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(schema.Properties[name].Default, &v); err != nil {
+			return fmt.Errorf("the default of field %q does not decode: %w", name, err)
+		}
+		content[name] = v
+	}
+	return nil
 }
 
 // describeField makes the question for a form of one field.
@@ -212,6 +294,15 @@ func (q *question) answer(raw json.RawMessage) (storedAnswer, error) {
 		}
 		a.Action = id
 		return a, nil
+	case kindURL:
+		var id string
+		if err := json.Unmarshal(raw, &id); err != nil || (id != "done" && id != "decline") {
+			return a, errors.New(`the answer must be "done" or "decline"`)
+		}
+		if id == "decline" {
+			a.Action = "decline"
+		}
+		return a, nil
 	case kindEnum:
 		var id string
 		if err := json.Unmarshal(raw, &id); err != nil {
@@ -233,6 +324,9 @@ func (q *question) answer(raw json.RawMessage) (storedAnswer, error) {
 	case kindObject:
 		if err := json.Unmarshal(raw, &a.Content); err != nil || a.Content == nil {
 			return a, errors.New("the answer must be a JSON object that fits the schema")
+		}
+		if err := applyDefaults(q.Schema, a.Content); err != nil {
+			return a, err
 		}
 	default:
 		return a, fmt.Errorf("unknown question kind %q", q.Kind)
@@ -276,10 +370,19 @@ type elicitor struct {
 	resumedUsed bool
 	pending     *question
 	refused     error
+
+	// asked carries a question the call holds on (see held); the run
+	// parks it. answer brings the person's answer to it, released ends
+	// the wait.
+	asked       chan *question
+	answer      chan storedAnswer
+	released    chan struct{}
+	releaseOnce sync.Once
 }
 
 func newElicitor(server string, answers []storedAnswer, resumed *storedAnswer, cancel context.CancelFunc) *elicitor {
-	e := &elicitor{server: server, cancel: cancel, answers: map[string][]storedAnswer{}, used: map[string]int{}, resumed: resumed}
+	e := &elicitor{server: server, cancel: cancel, answers: map[string][]storedAnswer{}, used: map[string]int{}, resumed: resumed,
+		asked: make(chan *question, 1), answer: make(chan storedAnswer, 1), released: make(chan struct{})}
 	for _, a := range answers {
 		e.answers[a.Question] = append(e.answers[a.Question], a)
 	}
@@ -289,7 +392,7 @@ func newElicitor(server string, answers []storedAnswer, resumed *storedAnswer, c
 	return e
 }
 
-func (e *elicitor) handle(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+func (e *elicitor) handle(ctx context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
 	q, err := describe(e.server, req.Params)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -308,14 +411,51 @@ func (e *elicitor) handle(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk
 		}
 		return have[i].result(), nil
 	}
-	// Several questions may arrive at once (a multi round-trip result
-	// carries them together); the parked one must not depend on which
-	// handler ran first.
-	if e.pending == nil || q.ID < e.pending.ID {
-		e.pending = q
+	if e.pending != nil {
+		// Another question already waits for the person; a server asking
+		// two at once gets this one again on the re-issue.
+		return nil, errParked
 	}
-	e.cancel()
-	return nil, errParked
+	// The run parks this question; the request waits for the answer
+	// while the call is held on this worker.
+	e.pending = q
+	e.asked <- q
+	e.mu.Unlock()
+	var a storedAnswer
+	var ok bool
+	select {
+	case a, ok = <-e.answer:
+	case <-e.released:
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	if !ok {
+		e.cancel()
+		return nil, errParked
+	}
+	e.pending = nil
+	if e.resumed != nil && e.resumed.Question == a.Question {
+		e.resumedUsed = true
+	}
+	e.answers[q.ID] = append(e.answers[q.ID], a)
+	e.used[q.ID] = len(e.answers[q.ID])
+	return a.result(), nil
+}
+
+// deliver hands the person's answer to the question the held call waits
+// on.
+func (e *elicitor) deliver(a storedAnswer) {
+	e.mu.Lock()
+	e.resumed = &a
+	e.resumedUsed = false
+	e.mu.Unlock()
+	e.answer <- a
+}
+
+// release ends a held call's wait: its question is answered with an
+// error.
+func (e *elicitor) release() {
+	e.releaseOnce.Do(func() { close(e.released) })
 }
 
 // outcome reports, once the call is over, the question to put to a

@@ -178,3 +178,23 @@ func TestHTTPElicitationBothProtocols(t *testing.T) {
 		})
 	}
 }
+
+// A tool the server lists only to clients that can elicit is offered (the
+// discovery session declares elicitation), and its question, sent on
+// the session's standalone stream rather than the call's, reaches the
+// person; the answer, completed with the schema's defaults, reaches the
+// server when the call is issued again.
+func TestStandaloneStreamElicitationReachesThePerson(t *testing.T) {
+	f := newHTTPFixture(t, func(s *Server) { s.ProtocolVersion = "2025-11-25" })
+	require.NoError(t, f.conns.Put(context.Background(), connections.Credential{User: "ada", Provider: "h", Token: "user-token"}))
+	aside := f.tool(t, "h.ask_aside")
+	call := tool.Call{TurnID: "turn-s", CallID: "call-1", User: "ada"}
+	out := run(t, aside, call)
+	require.Equal(t, results.KindInterrupt, out.Kind, "%+v", out)
+	require.Equal(t, results.InterruptQuestion, out.Interrupt.Type)
+	require.Contains(t, out.Interrupt.Prompt, "Which colour?")
+	call.Resume = answer(`{"shade":"dark"}`)
+	out = run(t, aside, call)
+	require.Equal(t, results.KindSuccess, out.Kind, "%+v", out)
+	require.Equal(t, `accept {"colour":"blue","shade":"dark"}`, out.Success.Parts[0].Text)
+}

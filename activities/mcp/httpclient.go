@@ -15,13 +15,13 @@ var errTooLarge = errors.New("the server sent more than the configured max_resul
 // every request (a stored user credential, set by the SDK, wins over a
 // configured Authorization), no redirects (they would carry the headers
 // to another host), and at most limit bytes received over the session.
-func httpClient(base *http.Client, headers http.Header, limit int64, over *atomic.Bool) *http.Client {
+func httpClient(base *http.Client, headers http.Header, limit int64, over *atomic.Bool, tap io.Writer) *http.Client {
 	rt := http.DefaultTransport
 	if base != nil && base.Transport != nil {
 		rt = base.Transport
 	}
 	c := &http.Client{
-		Transport: &headerTransport{base: rt, headers: headers, budget: &atomic.Int64{}, over: over},
+		Transport: &headerTransport{base: rt, headers: headers, budget: &atomic.Int64{}, over: over, tap: tap},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -41,6 +41,8 @@ type headerTransport struct {
 	// over records that it ran out.
 	budget *atomic.Int64
 	over   *atomic.Bool
+	// tap, when set, gets a copy of what is received.
+	tap io.Writer
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -54,7 +56,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = &budgetBody{rc: resp.Body, budget: t.budget, over: t.over}
+	resp.Body = &budgetBody{rc: resp.Body, budget: t.budget, over: t.over, tap: t.tap}
 	return resp, nil
 }
 
@@ -63,6 +65,7 @@ type budgetBody struct {
 	rc     io.ReadCloser
 	budget *atomic.Int64
 	over   *atomic.Bool
+	tap    io.Writer
 }
 
 func (b *budgetBody) Read(p []byte) (int, error) {
@@ -70,6 +73,13 @@ func (b *budgetBody) Read(p []byte) (int, error) {
 	if n > 0 && b.budget.Add(-int64(n)) < 0 {
 		b.over.Store(true)
 		return 0, fmt.Errorf("read response: %w", errTooLarge)
+	}
+	if n > 0 && b.tap != nil {
+		_, _ = b.tap.Write(p[:n])
+	}
+	if err != nil && b.tap != nil {
+		// A JSON body ends without a newline; end its message here.
+		_, _ = b.tap.Write([]byte("\n"))
 	}
 	return n, err
 }

@@ -19,31 +19,50 @@
 //
 // # Elicitation
 //
-// When a server asks the user for input in the middle of a call, the run
-// ends with a question (or a choice, for a field with fixed values, a
-// boolean or a bare confirmation) carrying what the server asked, and
-// the call is cancelled at the server. The turn parks the card; nothing
-// runs while it waits, so a worker may stop or crash meanwhile. The
-// person's answer, checked by the workflow against the interrupt's
-// schema, comes back as the next run's Resume; that run issues the call
-// again and answers the server's question at once when it is asked
-// again, word for word (questions asked earlier in the call get their
-// earlier answers, in order). A question the server did not ask before
-// parks the call again. What a call has been answered is kept in the
-// state directory, which every worker of the task queue must share.
+// Every session declares elicitation (form and URL modes), the discovery
+// session included, and an HTTP session opens the standalone stream, so
+// a question sent outside the call's request reaches the call running on
+// that session (a session runs one call). A question becomes a question
+// or choice wait (a field with fixed values, a boolean, a bare
+// confirmation or a URL-mode page are choices); the person's answer,
+// checked by the workflow against the interrupt's schema, comes back as
+// the next run's Resume, is completed with the schema's defaults and
+// checked against the server's schema. Nothing runs and no session stays
+// open while a person answers, so a worker may stop or crash meanwhile.
+// What a call has been answered is kept in the state directory, which
+// every worker of the task queue must share.
 //
-// This needs a server whose questions are deterministic for the same
-// arguments: one that asks something different when the call is issued
-// again ends the call with a tool error rather than guessing where the
-// answer goes. Whatever a tool does before its first question it does
-// again on every re-issue.
+// A server on protocol 2026-07-28 asks with an input_required result
+// (multi-round-trip requests): the round's input requests are put to the
+// person one at a time, and the call is issued again with their answers
+// and the server's request state.
+//
+// A server on an older revision asks with elicitation requests in the
+// middle of the call: the run ends and the call is held open on this
+// worker for the server's timeout, so that an answer coming back here in
+// time reaches the waiting request (see held.go). Otherwise the call is
+// cancelled at the server, and the next run issues it again and answers
+// the server's question at once when it is asked again, word for word (questions asked earlier in
+// the call get their earlier answers, in order). That needs a server
+// whose questions are deterministic for the same arguments: one that
+// asks something different ends the call with a tool error rather than
+// guessing where the answer goes, and whatever a tool does before its
+// first question it does again on every re-issue.
+//
+// # Progress
+//
+// Every call carries a progress token; the server's progress for it
+// becomes the activity's heartbeat details (Progress).
 //
 // # Authorization
 //
 // Requests to an HTTP server carry the turn user's stored connection for
 // the provider named like the server. A 401 (or a 403 asking for more
 // scope) ends the run as connection_required for that provider; after
-// "connected" the call runs again with the stored credential.
+// "connected" the call runs again with the stored credential. With
+// Options.OAuth, the provider is discovered from the server itself (MCP's
+// authorization flow, package connections/oauth's DiscoverMCP) and kept
+// in a registry the gateway shares.
 //
 // # Untrusted servers
 //
@@ -76,6 +95,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/internal/jail"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -102,6 +122,20 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logger receives what the servers' sessions report; nil discards it.
 	Logger *slog.Logger
+	// OAuth, when set, runs MCP's authorization flow for an HTTP server
+	// that answers 401: Tollgate discovers its authorization server,
+	// registers itself there, and keeps the result in OAuth.Registry as
+	// the connection provider named like the server, so the connect link
+	// of the call's connection_required wait leads to the server's own
+	// consent page. Nil: the provider must be one the operator
+	// configured.
+	OAuth *OAuth
+	// DiscoveryUser is whose stored connection lists the tools of an HTTP
+	// server that answers 401 to the worker's own request at start (a
+	// server without discovery_headers). When that user has no
+	// connection yet, Open fails with a *ConnectionNeeded naming the
+	// provider to connect (discovered already when OAuth is set).
+	DiscoveryUser string
 	// Getenv and Environ read the worker's environment (os.Getenv and
 	// os.Environ when nil).
 	Getenv  func(string) string
@@ -125,6 +159,31 @@ func (o Options) withDefaults() Options {
 		o.Environ = os.Environ
 	}
 	return o
+}
+
+// OAuth is how MCP's authorization flow runs (Options.OAuth).
+type OAuth struct {
+	// Registry keeps the providers discovered for servers; the gateway
+	// must see the same one (oauth.Providers.WithRegistry).
+	Registry oauth.Registry
+	// Client is how Tollgate presents itself to authorization servers:
+	// the gateway's callback URL, a client name, a client ID metadata
+	// document URL. A server's own "oauth" entry supplies a
+	// pre-registered client.
+	Client oauth.MCPClient
+}
+
+// ConnectionNeeded is Open's error for a server that lists its tools only
+// to a user with a connection, when DiscoveryUser has none.
+type ConnectionNeeded struct {
+	Server   string
+	User     string
+	Provider string
+	Scopes   []string
+}
+
+func (e *ConnectionNeeded) Error() string {
+	return fmt.Sprintf("mcp server %s lists its tools only with an account connection: connect %s's %s account (the connect flow of the gateway or starter), then start the worker again", e.Server, e.User, e.Provider)
 }
 
 // StateDir is where a worker with data directory dataDir keeps the
@@ -235,6 +294,12 @@ type server struct {
 	opts   Options
 	states stateStore
 	live   *liveSet
+	// tasks says which listed tools the server runs only as tasks.
+	tasks *taskTap
+	// held are the calls held open on this worker for an answer.
+	held heldCalls
+	// svc is the worker's own token (client_credentials).
+	svc serviceTokens
 }
 
 // maxTools bounds what one server may list.
@@ -244,17 +309,26 @@ const maxTools = 512
 func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
-	sess, err := s.connect(ctx, sessionOptions{discovery: true})
+	s.tasks = newTaskTap()
+	sess, err := s.connect(ctx, sessionOptions{discovery: true, tasks: s.tasks, user: s.opts.DiscoveryUser})
 	if err != nil {
 		if c, _ := sess.challenged(); c != nil {
-			return nil, fmt.Errorf("mcp server %s answered HTTP %d when Tollgate listed its tools: give it a credential for discovery in \"discovery_headers\"", s.name, c.status)
+			return nil, s.discoveryRefused(ctx, c)
 		}
 		return nil, fmt.Errorf("mcp server %s: %w", s.name, s.redact(err))
 	}
 	defer sess.close(ctx)
+	if ir := sess.cs.InitializeResult(); ir != nil {
+		// Each server gets the newest revision both speak; which one
+		// decides how its questions come (see the package documentation).
+		s.opts.Logger.Info("MCP server connected", "mcp_server", s.name, "protocol_version", ir.ProtocolVersion)
+	}
 	var tools []*mcpsdk.Tool
 	for t, err := range sess.cs.Tools(ctx, nil) {
 		if err != nil {
+			if c, _ := sess.challenged(); c != nil {
+				return nil, s.discoveryRefused(ctx, c)
+			}
 			return nil, fmt.Errorf("mcp server %s: list tools: %w", s.name, s.redact(err))
 		}
 		if len(tools) == maxTools {
@@ -265,12 +339,47 @@ func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, error) {
 	return tools, nil
 }
 
+// discoveryRefused is Open's error for a server that refused to list its
+// tools to the worker (HTTP 401, or 403 asking for more scope).
+func (s *server) discoveryRefused(ctx context.Context, c *challenge) error {
+	if s.usesServiceToken() {
+		s.forgetServiceToken()
+		return fmt.Errorf("mcp server %s refused the worker's own token (HTTP %d) when Tollgate listed its tools", s.name, c.status)
+	}
+	if s.opts.DiscoveryUser == "" {
+		return fmt.Errorf("mcp server %s answered HTTP %d when Tollgate listed its tools: give it a credential for discovery in \"discovery_headers\", or name a discovery user whose connection lists them", s.name, c.status)
+	}
+	if c.status == http.StatusForbidden && !c.insufficient {
+		return fmt.Errorf("mcp server %s refused to list its tools to %s's connection (HTTP 403)", s.name, s.opts.DiscoveryUser)
+	}
+	scopes := c.scopes
+	if s.opts.OAuth != nil {
+		reg, err := s.discoverAuth(ctx, c)
+		if err != nil {
+			return fmt.Errorf("mcp server %s answered HTTP %d when Tollgate listed its tools, and its authorization server could not be used: %w", s.name, c.status, err)
+		}
+		scopes = reg.Scopes
+	}
+	return &ConnectionNeeded{Server: s.name, User: s.opts.DiscoveryUser, Provider: s.name, Scopes: scopes}
+}
+
 // sessionOptions say who a session is for.
 type sessionOptions struct {
 	// discovery sessions list tools at start: discovery headers, no user.
 	discovery bool
 	user      string
 	elicit    func(context.Context, *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error)
+	progress  *progressSink
+	// tasks, for a discovery session, learns which tools require tasks.
+	tasks *taskTap
+}
+
+// tapOrNil keeps a nil *taskTap from becoming a non-nil io.Writer.
+func (so sessionOptions) tapOrNil() io.Writer {
+	if so.tasks == nil {
+		return nil
+	}
+	return so.tasks
 }
 
 // session is one open MCP session and what it runs on.
@@ -286,11 +395,26 @@ type session struct {
 // connect opens a session. On error the returned session (possibly nil)
 // still tells what an HTTP server's challenge said.
 func (s *server) connect(ctx context.Context, so sessionOptions) (*session, error) {
+	elicit := so.elicit
+	if elicit == nil {
+		elicit = refuseElicitation
+	}
 	copts := &mcpsdk.ClientOptions{
 		Logger: s.opts.Logger.With("mcp_server", s.name),
-		// No roots: a server learns nothing of the worker's files.
-		Capabilities:       &mcpsdk.ClientCapabilities{},
-		ElicitationHandler: so.elicit,
+		// Every session, discovery included, declares the same
+		// capabilities: a server may offer tools only to a client that
+		// can elicit, and a tool list read without them would leave those
+		// tools out. No roots: a server learns nothing of the worker's
+		// files.
+		Capabilities:       clientCapabilities(),
+		ElicitationHandler: elicit,
+		// An input_required result comes back to the call, which parks
+		// it on a durable wait rather than holding the session open
+		// while a person answers.
+		MultiRoundTrip: &mcpsdk.MultiRoundTripOptions{Disabled: true},
+	}
+	if so.progress != nil {
+		copts.ProgressNotificationHandler = so.progress.handle
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "tollgate", Version: "1"}, copts)
 	sess := &session{live: s.live}
@@ -306,7 +430,7 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 		// going over it is told apart from a broken pipe; the SDK's own
 		// bound sits above it.
 		transport = &mcpsdk.IOTransport{
-			Reader:        &stdioReader{p: proc, budget: s.cfg.sessionBudget(), maxLine: int64(s.cfg.maxResultBytes()), over: &sess.over},
+			Reader:        &stdioReader{p: proc, budget: s.cfg.sessionBudget(), maxLine: int64(s.cfg.maxResultBytes()), over: &sess.over, tap: so.tapOrNil()},
 			Writer:        stdioWriter{proc},
 			MaxLineLength: s.cfg.maxResultBytes() + 1<<10,
 		}
@@ -325,17 +449,27 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 			}
 		}
 		sess.auth = &userAuth{user: so.user, provider: s.name}
-		if !so.discovery {
+		if !so.discovery || so.user != "" {
 			sess.auth.store = s.opts.Connections
+		}
+		if s.usesServiceToken() {
+			// The worker's own token goes with every request; no user's.
+			tok, err := s.serviceToken(ctx)
+			if err != nil {
+				return nil, err
+			}
+			headers.Set("Authorization", "Bearer "+tok)
+			sess.auth.store = nil
 		}
 		transport = &mcpsdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
-			HTTPClient: httpClient(s.opts.HTTPClient, headers, s.cfg.sessionBudget(), &sess.over),
-			// A call's session needs no stream of its own: what the server
-			// sends about the call comes on the call's response.
-			DisableStandaloneSSE: true,
-			OAuthHandler:         sess.auth,
-			MaxEventSize:         s.cfg.maxResultBytes(),
+			HTTPClient: httpClient(s.opts.HTTPClient, headers, s.cfg.sessionBudget(), &sess.over, so.tapOrNil()),
+			// The standalone stream is open: a server may send a request
+			// that is not tied to the call's own request there (an
+			// elicitation, most often). A session runs one call, so the
+			// call's handlers receive it.
+			OAuthHandler: sess.auth,
+			MaxEventSize: s.cfg.maxResultBytes(),
 		}
 	}
 	cs, err := client.Connect(ctx, transport, &mcpsdk.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion})
@@ -345,6 +479,24 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 	}
 	sess.cs = cs
 	return sess, nil
+}
+
+// clientCapabilities are what Tollgate does for a server: elicitation in
+// both modes (form: a question or choice wait; url: a wait whose card
+// carries the page).
+func clientCapabilities() *mcpsdk.ClientCapabilities {
+	return &mcpsdk.ClientCapabilities{Elicitation: &mcpsdk.ElicitationCapabilities{
+		Form: &mcpsdk.FormElicitationCapabilities{},
+		URL:  &mcpsdk.URLElicitationCapabilities{},
+	}}
+}
+
+// errNoCall is what a server hears for a request on a session that runs
+// no call (the discovery session at start): there is no person to ask.
+var errNoCall = errors.New("Tollgate is listing this server's tools; no call is running on this session and no user can be asked")
+
+func refuseElicitation(context.Context, *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+	return nil, errNoCall
 }
 
 // close ends the session; a stdio server's jail is killed at once if the

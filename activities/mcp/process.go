@@ -126,6 +126,8 @@ type stdioReader struct {
 	// message (a line of JSON), line counting what the current one has.
 	budget, maxLine, line int64
 	over                  *atomic.Bool
+	// tap, when set, gets a copy of what is received.
+	tap io.Writer
 }
 
 func (r *stdioReader) Read(b []byte) (int, error) {
@@ -142,6 +144,9 @@ func (r *stdioReader) Read(b []byte) (int, error) {
 	if r.budget -= int64(n); r.budget < 0 || r.line > r.maxLine {
 		r.over.Store(true)
 		return 0, fmt.Errorf("read from the server: %w", errTooLarge)
+	}
+	if n > 0 && r.tap != nil {
+		_, _ = r.tap.Write(b[:n])
 	}
 	return n, err
 }

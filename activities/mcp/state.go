@@ -36,6 +36,11 @@ type callState struct {
 	Pending *question `json:"pending,omitempty"`
 	// Asked counts the questions put to people for this call.
 	Asked int `json:"asked"`
+	// Round is a multi-round-trip request in progress (protocol
+	// 2026-07-28): the server's input requests, its request state and
+	// the answers gathered so far. The call is issued again only when
+	// every request has its answer; no session stays open meanwhile.
+	Round *round `json:"round,omitempty"`
 	// SavedBy is the activity run that saved this state: a retried
 	// attempt of that run finds its answer already among Answers.
 	SavedBy string    `json:"saved_by,omitempty"`
@@ -197,4 +202,26 @@ func (s *memoryStates) remove(_ context.Context, k callKey) error {
 	defer s.mu.Unlock()
 	delete(s.m, stateKey(k))
 	return nil
+}
+
+// round is one input_required result of a call: its input requests, as
+// questions, in the order they are put to the person.
+type round struct {
+	// State is the server's opaque request state, echoed on the re-issue.
+	State     string                  `json:"state,omitempty"`
+	Order     []string                `json:"order"`
+	Questions map[string]*question    `json:"questions"`
+	Answers   map[string]storedAnswer `json:"answers,omitempty"`
+	// Current is the input request the pending question is for.
+	Current string `json:"current,omitempty"`
+}
+
+// next is the first input request still without an answer.
+func (r *round) next() (string, bool) {
+	for _, id := range r.Order {
+		if _, ok := r.Answers[id]; !ok {
+			return id, true
+		}
+	}
+	return "", false
 }

@@ -1,12 +1,14 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -25,7 +27,10 @@ const serverEnvVar = "TOLLGATE_MCP_TEST_SERVER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(serverEnvVar) == "stdio" {
-		if err := testServer().Run(context.Background(), &mcpsdk.StdioTransport{}); err != nil {
+		// The SDK's Tool has no execution field; the listing of long_job
+		// gets one on the way out, as a server with tasks would send it.
+		transport := &mcpsdk.IOTransport{Reader: os.Stdin, Writer: taskListing{os.Stdout}}
+		if err := testServer().Run(context.Background(), transport); err != nil {
 			log.Fatal(err)
 		}
 		os.Exit(0)
@@ -34,6 +39,19 @@ func TestMain(m *testing.M) {
 }
 
 type noArgs struct{}
+
+// taskListing marks long_job in a tools/list result as requiring tasks.
+type taskListing struct{ w *os.File }
+
+func (t taskListing) Write(p []byte) (int, error) {
+	out := bytes.ReplaceAll(p, []byte(`"name":"long_job"`), []byte(`"execution":{"taskSupport":"required"},"name":"long_job"`))
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (t taskListing) Close() error { return t.w.Close() }
 
 type nameArgs struct {
 	Name string `json:"name" jsonschema:"a name"`
@@ -169,7 +187,62 @@ func testServer() *mcpsdk.Server {
 			return text("no"), nil
 		})
 
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "steps", Description: "Reports progress.", Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
+			token := req.Params.GetProgressToken()
+			if token == nil {
+				return text("no progress token"), nil, nil
+			}
+			for i := 1; i <= 3; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcpsdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d\x1b[0m", i)}); err != nil {
+					return nil, nil, err
+				}
+			}
+			// Another token's progress is not this call's.
+			_ = req.Session.NotifyProgress(ctx, &mcpsdk.ProgressNotificationParams{ProgressToken: "someone-else", Progress: 99})
+			return text("stepped"), nil, nil
+		})
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "long_job", Description: "Runs only as a task.", Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
+			return &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "requires task augmentation"}}}, nil, nil
+		})
 	addElicitingTools(s, note, text)
+	// ask_aside asks on the session's standalone stream, outside the
+	// call's own request, and is listed only to a client that declared
+	// elicitation (as server-everything does with its elicitation tools).
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "ask_aside", Description: "Asks outside the call's stream."},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
+			note("ask_aside started")
+			aside, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			stop := context.AfterFunc(ctx, cancel)
+			defer stop()
+			r, err := req.Session.Elicit(aside, &mcpsdk.ElicitParams{Message: "Which colour?", RequestedSchema: &jsonschema.Schema{
+				Type: "object", Properties: map[string]*jsonschema.Schema{"colour": {Type: "string", Default: json.RawMessage(`"blue"`)}, "shade": {Type: "string"}},
+			}})
+			if err != nil {
+				note("ask_aside elicit failed")
+				return nil, nil, err
+			}
+			note("ask_aside done")
+			b, _ := json.Marshal(r.Content)
+			return text(r.Action + " " + string(b)), nil, nil
+		})
+	s.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if method != "tools/list" || err != nil {
+				return res, err
+			}
+			ss, _ := req.GetSession().(*mcpsdk.ServerSession)
+			if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil {
+				return res, nil
+			}
+			lr := res.(*mcpsdk.ListToolsResult)
+			lr.Tools = slices.DeleteFunc(lr.Tools, func(t *mcpsdk.Tool) bool { return t.Name == "ask_aside" })
+			return lr, nil
+		}
+	})
 	return s
 }
 
@@ -238,6 +311,17 @@ func addElicitingTools(s *mcpsdk.Server, note func(string, ...any), text func(st
 			note("ask_chain done")
 			return text(state), nil, nil
 		})
+	// ask_two asks two things in one round.
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "ask_two", Description: "Asks two questions at once."},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
+			note("ask_two round")
+			a, okA := req.Params.InputResponses["a"].(*mcpsdk.ElicitResult)
+			b, okB := req.Params.InputResponses["b"].(*mcpsdk.ElicitResult)
+			if !okA || !okB {
+				return &mcpsdk.CallToolResult{RequestState: "s1", InputRequests: mcpsdk.InputRequestMap{"a": value, "b": confirm}}, nil, nil
+			}
+			return text(fmt.Sprintf("%s %v %s %s", a.Action, a.Content["to"], b.Action, req.Params.RequestState)), nil, nil
+		})
 	var n atomic.Int64
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "ask_random", Description: "Asks something new each time."},
 		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
@@ -249,8 +333,8 @@ func addElicitingTools(s *mcpsdk.Server, note func(string, ...any), text func(st
 		})
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "ask_url", Description: "Asks the user to open a page."},
 		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ noArgs) (*mcpsdk.CallToolResult, any, error) {
-			if len(req.Params.InputResponses) > 0 {
-				return text("answered"), nil, nil
+			if r, ok := req.Params.InputResponses["u"].(*mcpsdk.ElicitResult); ok {
+				return text("answered " + r.Action), nil, nil
 			}
 			return &mcpsdk.CallToolResult{InputRequests: mcpsdk.InputRequestMap{"u": &mcpsdk.ElicitParams{Mode: "url", Message: "Log in", URL: "https://login.invalid/", ElicitationID: "e1"}}}, nil, nil
 		})

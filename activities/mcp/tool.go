@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -76,6 +79,9 @@ func (s *server) adaptOne(t *mcpsdk.Tool) (tool.Tool, error) {
 	o := s.override(t.Name)
 	if o.Disabled {
 		return nil, errors.New("disabled by the configuration")
+	}
+	if s.tasks.requiresTasks(t.Name) {
+		return nil, errors.New(`the server runs it only as a task (execution.taskSupport "required"), and Tollgate's MCP client does not make task-augmented calls`)
 	}
 	if !mcpToolName.MatchString(t.Name) {
 		return nil, errors.New("its name has characters a Tollgate tool name cannot have (letters, digits, '_', '-' and inner '.')")
@@ -174,28 +180,112 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 		}
 	}
 
-	callCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	el := newElicitor(s.name, st.Answers, resumed, cancel)
-	sess, err := s.connect(callCtx, sessionOptions{user: call.User, elicit: el.handle})
-	var res *mcpsdk.CallToolResult
-	if err == nil {
-		args := call.Arguments
-		if len(args) == 0 {
-			args = json.RawMessage(`{}`)
+	if resumed != nil && st.Round == nil {
+		// The call that asked may still be open on this worker, waiting
+		// for this very answer: it goes on where it stopped.
+		if h := s.takeHeld(key, resumed.Question); h != nil {
+			h.follow(ctx)
+			h.el.deliver(*resumed)
+			return t.await(ctx, h, call, st, resumed, run)
 		}
-		res, err = sess.cs.CallTool(callCtx, &mcpsdk.CallToolParams{Name: t.mcpName, Arguments: args})
 	}
-	sess.close(callCtx)
-	if sess != nil && sess.proc != nil {
-		if tail := sess.proc.Stderr(); tail != "" {
-			s.opts.Logger.Debug("MCP server stderr", "mcp_server", s.name, "tool", t.spec.Name, "stderr", tail)
+	args := call.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	params := &mcpsdk.CallToolParams{Name: t.mcpName, Arguments: args}
+	if rd := st.Round; rd != nil {
+		// A multi-round-trip call: the answer is for one of the round's
+		// input requests; the call is issued again only once each has one.
+		if rd.Answers == nil {
+			rd.Answers = map[string]storedAnswer{}
+		}
+		if resumed != nil {
+			rd.Answers[rd.Current] = *resumed
+			resumed = nil
+		}
+		if id, ok := rd.next(); ok {
+			if run != "" && st.SavedBy == run && rd.Current == id && st.Pending != nil {
+				// A retried attempt of the run that parked on this
+				// question: the same wait again.
+				in := st.Pending.Interrupt
+				return results.Outcome{Kind: results.KindInterrupt, Interrupt: &in}, nil
+			}
+			return t.parkRound(ctx, st, id, run)
+		}
+		params.RequestState = rd.State
+		params.InputResponses = mcpsdk.InputResponseMap{}
+		for id, a := range rd.Answers {
+			params.InputResponses[id] = a.result()
+		}
+		// The saved answers stay until the re-issue has a result: a
+		// retried attempt issues the same round again.
+		st.SavedBy, st.Pending = run, nil
+		if err := s.states.save(ctx, st); err != nil {
+			return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
 		}
 	}
 
+	// The call runs on a context of its own: when the server asks a
+	// question with a request, the call is held open on this worker for
+	// a while (see held), past the end of this run.
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	el := newElicitor(s.name, st.Answers, resumed, cancel)
+	// The token names the call; progress for it becomes heartbeat
+	// details.
+	progress := newProgressSink(ctx, stateKey(key)[:32])
+	params.SetProgressToken(progress.token)
+	h := &heldCall{key: key, el: el, progress: progress, cancel: cancel, done: make(chan callDone, 1)}
+	h.follow(ctx)
+	go func() {
+		defer cancel()
+		sess, err := s.connect(callCtx, sessionOptions{user: call.User, elicit: el.handle, progress: progress})
+		var res *mcpsdk.CallToolResult
+		if err == nil {
+			res, err = sess.cs.CallTool(callCtx, params)
+		}
+		sess.close(callCtx)
+		if sess != nil && sess.proc != nil {
+			if tail := sess.proc.Stderr(); tail != "" {
+				s.opts.Logger.Debug("MCP server stderr", "mcp_server", s.name, "tool", t.spec.Name, "stderr", tail)
+			}
+		}
+		h.ended.Store(true)
+		h.done <- callDone{res: res, err: err, sess: sess}
+	}()
+	return t.await(ctx, h, call, st, resumed, run)
+}
+
+// await waits for the call to finish or to ask the person something.
+func (t *mcpTool) await(ctx context.Context, h *heldCall, call tool.Call, st callState, resumed *storedAnswer, run string) (results.Outcome, error) {
+	s := t.srv
+	select {
+	case q := <-h.el.asked:
+		if ctx.Err() != nil {
+			h.release()
+			return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, ctx.Err())
+		}
+		_, _, resumedUsed := h.el.outcome()
+		out, err := t.park(ctx, st, resumed, resumedUsed, q, run)
+		if err != nil || out.Kind != results.KindInterrupt {
+			h.release()
+			return out, err
+		}
+		s.hold(h, q.ID)
+		return out, nil
+	case d := <-h.done:
+		h.unfollow()
+		return t.finish(ctx, call, st, resumed, run, h.el, d)
+	}
+}
+
+// finish maps a call that ended onto its outcome.
+func (t *mcpTool) finish(ctx context.Context, call tool.Call, st callState, resumed *storedAnswer, run string, el *elicitor, d callDone) (results.Outcome, error) {
+	s := t.srv
+	res, err, sess := d.res, d.err, d.sess
 	parked, refused, resumedUsed := el.outcome()
 	if refused != nil {
-		_ = s.states.remove(ctx, key)
+		_ = s.states.remove(ctx, st.callKey)
 		return results.FailTool("%s asked the user for input in a way Tollgate cannot relay (%v); the call did not finish", s.name, refused), nil
 	}
 	if parked != nil {
@@ -216,7 +306,10 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 	if resumed != nil && !resumedUsed {
 		s.opts.Logger.Warn("MCP server finished a re-issued call without asking the question it had been answered", "mcp_server", s.name, "tool", t.spec.Name)
 	}
-	if err := s.states.remove(ctx, key); err != nil {
+	if res != nil && res.NeedsInput() {
+		return t.inputRequired(ctx, st, res, run)
+	}
+	if err := s.states.remove(ctx, st.callKey); err != nil {
 		s.opts.Logger.Warn("Could not remove an MCP call's record", "mcp_server", s.name, "error", err)
 	}
 	return toOutcome(s.name, res)
@@ -226,6 +319,10 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 // and ends the run with the interrupt.
 func (t *mcpTool) park(ctx context.Context, st callState, resumed *storedAnswer, resumedUsed bool, q *question, run string) (results.Outcome, error) {
 	s := t.srv
+	if st.Round != nil {
+		_ = s.states.remove(ctx, st.callKey)
+		return results.FailTool("%s asked the user with an elicitation request while Tollgate was answering its input_required result; the call did not finish", s.name), nil
+	}
 	if resumed != nil && !resumedUsed {
 		_ = s.states.remove(ctx, st.callKey)
 		return results.FailTool("%s asked something other than the question the user answered when Tollgate issued the call again (its questions are not the same for the same call), so the answer could not be given; the call did not finish", s.name), nil
@@ -248,10 +345,76 @@ func (t *mcpTool) park(ctx context.Context, st callState, resumed *storedAnswer,
 	return results.Outcome{Kind: results.KindInterrupt, Interrupt: &in}, nil
 }
 
+// inputRequired parks a call whose result asks for input (a multi
+// round-trip request): each input request becomes a question, put to the
+// person one at a time; the request state is kept to be echoed.
+func (t *mcpTool) inputRequired(ctx context.Context, st callState, res *mcpsdk.CallToolResult, run string) (results.Outcome, error) {
+	s := t.srv
+	if len(res.InputRequests) == 0 {
+		// The server sheds load: a retry later may find it free.
+		return results.Outcome{}, tool.Retryable(fmt.Errorf("%s: the server is busy (an input_required result without input requests)", t.spec.Name))
+	}
+	if st.Asked+len(res.InputRequests) > maxElicitations {
+		_ = s.states.remove(ctx, st.callKey)
+		return results.FailTool("%s asked the user more than %d questions in one call; the call did not finish", s.name, maxElicitations), nil
+	}
+	if len(res.RequestState) > maxRequestState {
+		_ = s.states.remove(ctx, st.callKey)
+		return results.FailTool("%s sent a request state of %d bytes; at most %d are kept; the call did not finish", s.name, len(res.RequestState), maxRequestState), nil
+	}
+	rd := &round{State: res.RequestState, Questions: map[string]*question{}, Answers: map[string]storedAnswer{}}
+	for id, ir := range res.InputRequests {
+		p, ok := ir.(*mcpsdk.ElicitParams)
+		if !ok {
+			_ = s.states.remove(ctx, st.callKey)
+			return results.FailTool("%s asked for input Tollgate does not give (%T: sampling and roots are not offered); the call did not finish", s.name, ir), nil
+		}
+		if len(id) > 256 || !utf8.ValidString(id) {
+			_ = s.states.remove(ctx, st.callKey)
+			return results.FailTool("%s named an input request with an id longer than 256 bytes or not UTF-8; the call did not finish", s.name), nil
+		}
+		q, err := describe(s.name, p)
+		if err != nil {
+			_ = s.states.remove(ctx, st.callKey)
+			return results.FailTool("%s asked the user for input in a way Tollgate cannot relay (%v); the call did not finish", s.name, err), nil
+		}
+		rd.Order = append(rd.Order, id)
+		rd.Questions[id] = q
+	}
+	// Requests come as a map; the person is asked in a fixed order.
+	slices.Sort(rd.Order)
+	st.Round = rd
+	st.Answers = nil
+	return t.parkRound(ctx, st, rd.Order[0], run)
+}
+
+// parkRound puts the round's input request id to the person.
+func (t *mcpTool) parkRound(ctx context.Context, st callState, id, run string) (results.Outcome, error) {
+	q := st.Round.Questions[id]
+	st.Round.Current = id
+	st.Pending = q
+	st.Asked++
+	st.SavedBy = run
+	st.Updated = time.Now().UTC()
+	if err := t.srv.states.save(ctx, st); err != nil {
+		return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
+	}
+	in := q.Interrupt
+	return results.Outcome{Kind: results.KindInterrupt, Interrupt: &in}, nil
+}
+
+// maxRequestState bounds the opaque state a server asks to be echoed.
+const maxRequestState = 64 << 10
+
 // needConnection answers a server's 401: the call waits for the user to
 // connect the provider named like the server.
 func (t *mcpTool) needConnection(ctx context.Context, call tool.Call, st callState, resumed *storedAnswer, run string, c *challenge, sent bool) (results.Outcome, error) {
 	s := t.srv
+	if s.usesServiceToken() {
+		// The worker's own token was refused: a fresh one may pass.
+		s.forgetServiceToken()
+		return results.Outcome{}, tool.Retryable(fmt.Errorf("%s: the server refused the worker's own token (HTTP %d)", t.spec.Name, c.status))
+	}
 	if c.status == 403 && !c.insufficient {
 		return results.FailTool("%s refused the call (HTTP 403): the user's account may not do this", s.name), nil
 	}
@@ -271,6 +434,20 @@ func (t *mcpTool) needConnection(ctx context.Context, call tool.Call, st callSta
 			return results.Outcome{}, fmt.Errorf("%s: %w", t.spec.Name, err)
 		}
 	}
+	scopes := c.scopes
+	if s.opts.OAuth != nil {
+		reg, err := s.discoverAuth(ctx, c)
+		switch {
+		case errors.Is(err, oauth.ErrResourceMismatch):
+			return results.FailTool("%s pointed Tollgate at authorization for another resource than itself, so no account was connected for it; the call did not run", s.name), nil
+		case err != nil:
+			// A provider the operator configured under the server's name
+			// may still connect the account.
+			s.opts.Logger.Warn("MCP authorization discovery failed", "mcp_server", s.name, "error", err)
+		default:
+			scopes = reg.Scopes
+		}
+	}
 	hint := clean(s.cfg.ConnectHint, 1024)
 	if hint == "" {
 		hint = fmt.Sprintf("Connect your %s account for the MCP server %s", s.name, redactURL(s.cfg.URL))
@@ -282,7 +459,7 @@ func (t *mcpTool) needConnection(ctx context.Context, call tool.Call, st callSta
 		}
 		hint += "."
 	}
-	return results.NeedConnection(s.name, hint, c.scopes...), nil
+	return results.NeedConnection(s.name, hint, scopes...), nil
 }
 
 // failed classifies a session or protocol failure. The error becomes an

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -81,23 +82,52 @@ type Provider struct {
 	RevokeURL string
 	config    oauth2.Config
 	client    *http.Client
+	// resource is the RFC 8707 resource indicator sent with the
+	// authorization and token requests (an MCP server's; empty for a
+	// configured provider).
+	resource string
 }
 
 // Scopes are the scopes the provider is asked for.
 func (p *Provider) Scopes() []string { return slices.Clone(p.config.Scopes) }
 
-// Providers are the configured providers by id.
+// Providers are the configured providers by id, and those discovered for
+// MCP servers when a registry is attached (WithRegistry).
 type Providers struct {
-	byID map[string]*Provider
+	byID       map[string]*Provider
+	discovered Registry
+	client     *http.Client
 }
 
-// Get returns the provider with id.
+// Get returns the provider with id: a configured one, else one the
+// registry holds.
 func (ps *Providers) Get(id string) (*Provider, bool) {
 	if ps == nil {
 		return nil, false
 	}
-	p, ok := ps.byID[id]
-	return p, ok
+	if p, ok := ps.byID[id]; ok {
+		return p, true
+	}
+	if ps.discovered == nil {
+		return nil, false
+	}
+	reg, ok, err := ps.discovered.Load(id)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return reg.Provider(ps.client), true
+}
+
+// WithRegistry returns ps with the providers r holds besides the
+// configured ones (which win on a shared id). The gateway and the
+// worker attach the same registry, so a provider the worker discovered
+// for an MCP server has a connect link and a callback.
+func (ps *Providers) WithRegistry(r Registry, client *http.Client) *Providers {
+	out := &Providers{byID: map[string]*Provider{}, discovered: r, client: client}
+	if ps != nil {
+		maps.Copy(out.byID, ps.byID)
+	}
+	return out
 }
 
 // IDs lists the providers' ids, sorted.

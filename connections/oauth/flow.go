@@ -26,13 +26,21 @@ func NewVerifier() string { return oauth2.GenerateVerifier() }
 // AuthCodeURL is where the browser goes to consent: the authorization
 // code flow with the S256 challenge of verifier and state.
 func (p *Provider) AuthCodeURL(state, verifier string) string {
-	return p.config.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier))
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
+	if p.resource != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("resource", p.resource))
+	}
+	return p.config.AuthCodeURL(state, opts...)
 }
 
 // Exchange trades an authorization code (and the PKCE verifier it was
 // asked for with) for a credential of user.
 func (p *Provider) Exchange(ctx context.Context, user, code, verifier string) (connections.Credential, error) {
-	tok, err := p.config.Exchange(p.ctx(ctx), code, oauth2.VerifierOption(verifier))
+	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier)}
+	if p.resource != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("resource", p.resource))
+	}
+	tok, err := p.config.Exchange(p.ctx(ctx), code, opts...)
 	if err != nil {
 		return connections.Credential{}, describe("exchange the code", err)
 	}

@@ -1,0 +1,94 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/sdk/activity"
+)
+
+// Progress is what a call's activity heartbeat details carry once its
+// server reports progress (notifications/progress for the call's
+// progressToken): how far it is, out of what total (0: unknown), and
+// what it says it is doing. A stream that forwards heartbeat details
+// shows it on the card.
+type Progress struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// maxProgressMessage bounds the server's words about its progress.
+const maxProgressMessage = 512
+
+// progressSink receives one call's progress notifications.
+type progressSink struct {
+	token  string
+	record func(Progress)
+
+	mu   sync.Mutex
+	last *Progress
+}
+
+// newProgressSink records a call's progress as heartbeat details of the
+// activity ctx runs in (outside one, it is only kept).
+func newProgressSink(ctx context.Context, token string) *progressSink {
+	p := &progressSink{token: token, record: func(Progress) {}}
+	if activity.IsActivity(ctx) {
+		p.record = func(pr Progress) { activity.RecordHeartbeat(ctx, pr) }
+	}
+	return p
+}
+
+func (p *progressSink) handle(_ context.Context, req *mcpsdk.ProgressNotificationClientRequest) {
+	if p == nil || req == nil || req.Params == nil || fmt.Sprint(req.Params.ProgressToken) != p.token {
+		// Another request's progress (or a server's mistake) is not this
+		// call's to show.
+		return
+	}
+	pr := Progress{Progress: finite(req.Params.Progress), Total: finite(req.Params.Total), Message: oneLine(req.Params.Message, maxProgressMessage)}
+	p.mu.Lock()
+	p.last = &pr
+	record := p.record
+	p.mu.Unlock()
+	record(pr)
+}
+
+// attach records progress as heartbeats of the activity ctx runs in
+// (a held call's next run).
+func (p *progressSink) attach(ctx context.Context) {
+	if !activity.IsActivity(ctx) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.record = func(pr Progress) { activity.RecordHeartbeat(ctx, pr) }
+}
+
+// detach stops recording: the run has ended.
+func (p *progressSink) detach() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.record = func(Progress) {}
+}
+
+// latest is the last progress the server reported, nil if none.
+func (p *progressSink) latest() *Progress {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		return nil
+	}
+	cp := *p.last
+	return &cp
+}
+
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return 0
+	}
+	return f
+}
