@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,9 @@ type RunToolInput struct {
 	// WorkDir is relative to the workspace; empty is the workspace itself.
 	WorkDir string `json:"workdir,omitempty"`
 	User    string `json:"user,omitempty"`
+	// Execution is the turn's first run id (tool.Call.Execution); empty
+	// from turns older than continue-as-new, whose one run id covers them.
+	Execution string `json:"execution,omitempty"`
 }
 
 // RunTool runs a tool and returns its typed outcome. A tool's own failure,
@@ -68,6 +72,7 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 		Workspace: a.Workspace,
 		WorkDir:   workDir,
 		User:      in.User,
+		Execution: cmp.Or(in.Execution, info.WorkflowExecution.RunID),
 	})
 	switch {
 	case ctx.Err() != nil && errors.Is(context.Cause(ctx), worker.ErrWorkerShutdown):

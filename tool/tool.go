@@ -31,6 +31,12 @@ type Call struct {
 	WorkDir   string
 	// User owns the turn; connections are looked up for this user.
 	User string
+	// Execution names the turn's chain of runs (its first run's id): it
+	// stays the same when a long turn continues as new, and differs for a
+	// new turn started later under the same turn id. A tool that keeps
+	// state between the runs of a call keys it by Execution, TurnID and
+	// CallID. Empty outside Tollgate's activities.
+	Execution string
 }
 
 // Tool is something the model can call.

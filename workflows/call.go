@@ -295,6 +295,9 @@ func (t *turn) execute(ctx workflow.Context, c *call) {
 		WorkDir:   t.workDir,
 		User:      t.in.User,
 	}
+	if t.long() {
+		in.Execution = workflow.GetInfo(ctx).FirstRunID
+	}
 	var out results.Outcome
 	ran, err := false, error(nil)
 	if t.fast() && c.spec.RunsLocally() {

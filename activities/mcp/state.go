@@ -65,11 +65,10 @@ const stateVersion = 2
 // model gives its calls the same ids again, so answers people gave the
 // old run would be handed to the new one's server.
 type callKey struct {
-	// Execution is the run id of the workflow execution the call's
-	// activities run in ("" outside an activity). An AgentTurn never
-	// continues as new, so its one run id covers its whole chain; should
-	// it ever, a call parked across that boundary would find no record
-	// and end with a tool error, never with another run's answers.
+	// Execution names the turn's chain of runs (tool.Call.Execution, or
+	// the run id for a turn from before continue-as-new; "" outside an
+	// activity), so a call parked across a continue-as-new finds its
+	// record, and a new turn under an old id never does.
 	Execution string `json:"execution,omitempty"`
 	Turn      string `json:"turn"`
 	Call      string `json:"call"`

@@ -142,7 +142,13 @@ func (t *mcpTool) Spec() tool.Spec { return t.spec }
 // documentation for how elicitation and authorization map onto the
 // turn's waits.
 func (t *mcpTool) Run(ctx context.Context, call tool.Call) (results.Outcome, error) {
-	return t.run(ctx, call, runOf(ctx))
+	r := runOf(ctx)
+	if r != (activityRun{}) && call.Execution != "" {
+		// The chain's id: a call parked across a continue-as-new finds
+		// the record its earlier runs saved.
+		r.execution = call.Execution
+	}
+	return t.run(ctx, call, r)
 }
 
 // run is Run for the activity run r (zero outside an activity).
