@@ -137,8 +137,11 @@ func (c Classifier) fromStatus(status int, header http.Header, body []byte) *mod
 		what = "permission denied; the key in " + c.KeyVar + " may not have access to this model"
 	case status == http.StatusNotFound:
 		what = "not found; check the model name and the base URL"
-	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
+	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity || status == http.StatusRequestEntityTooLarge:
 		what = "bad request"
+		if ContextLength(body) {
+			what = "the conversation is longer than the model's context window"
+		}
 	default:
 		what = "request rejected"
 	}
@@ -147,6 +150,7 @@ func (c Classifier) fromStatus(status int, header http.Header, body []byte) *mod
 		msg += ": " + detail
 	}
 	e := &model.Error{Retryable: retry, Status: status, Message: msg}
+	e.ContextLength = !retry && strings.HasPrefix(what, "the conversation is longer")
 	if retry {
 		e.RetryAfter = RetryAfter(header, c.now())
 	}
@@ -191,11 +195,75 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
+// contextLengthMarkers are how providers say a request does not fit the
+// context window: OpenAI's error code and message (also vLLM's),
+// Anthropic's, Gemini's, Bedrock's, llama.cpp's and Ollama's.
+var contextLengthMarkers = []string{
+	"context_length_exceeded",
+	"maximum context length",
+	"prompt is too long",
+	"input token count",
+	"input is too long",
+	"exceeds the context window",
+	"context window exceeded",
+	"exceeds the available context size",
+	"exceeds the context length",
+	"too many tokens",
+}
+
+// ContextLength reports whether an error body (or message) says the
+// conversation is longer than the model's context window.
+func ContextLength(body []byte) bool {
+	s := strings.ToLower(string(body))
+	for _, m := range contextLengthMarkers {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+type captureKey struct{}
+
+// WithCapture returns a context whose HTTP exchanges, made through a
+// client from WrapClient, are recorded in c. It is how SDKs that take an
+// *http.Client but have no per-request middleware (genai, the AWS SDK,
+// Ollama's client) get the same classification as the others.
+func WithCapture(ctx context.Context, c *Capture) context.Context {
+	return context.WithValue(ctx, captureKey{}, c)
+}
+
+// WrapClient returns a copy of hc (nil means a default client) whose
+// transport records into the Capture of each request's context.
+func WrapClient(hc *http.Client) *http.Client {
+	out := &http.Client{}
+	if hc != nil {
+		*out = *hc
+	}
+	out.Transport = captureTransport{base: out.Transport}
+	return out
+}
+
+type captureTransport struct{ base http.RoundTripper }
+
+func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c, _ := req.Context().Value(captureKey{}).(*Capture)
+	if c == nil {
+		return base.RoundTrip(req)
+	}
+	return c.Middleware(req, base.RoundTrip)
+}
+
 var (
 	bearerRE = regexp.MustCompile(`(?i)bearer\s+[^\s"',;]+`)
-	// keyRE matches the shapes of OpenAI, Anthropic and OpenRouter keys, for
-	// servers that echo a key we were not told about.
-	keyRE = regexp.MustCompile(`\b(sk|rk)-[A-Za-z0-9_\-]{12,}`)
+	// keyRE matches the shapes of OpenAI, Anthropic and OpenRouter keys,
+	// Google API keys and AWS access key ids, for servers that echo a key
+	// we were not told about.
+	keyRE = regexp.MustCompile(`\b(sk|rk)-[A-Za-z0-9_\-]{12,}|\bAIza[0-9A-Za-z_\-]{30,}|\b(AKIA|ASIA)[0-9A-Z]{16}\b`)
 )
 
 // Redact removes the given secrets, bearer tokens and anything shaped like
