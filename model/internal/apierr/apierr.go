@@ -137,7 +137,7 @@ func (c Classifier) fromStatus(status int, header http.Header, body []byte) *mod
 		what = "permission denied; the key in " + c.KeyVar + " may not have access to this model"
 	case status == http.StatusNotFound:
 		what = "not found; check the model name and the base URL"
-	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity || status == http.StatusRequestEntityTooLarge:
+	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
 		what = "bad request"
 		if ContextLength(body) {
 			what = "the conversation is longer than the model's context window"
