@@ -153,8 +153,35 @@ func (c Classifier) fromStatus(status int, header http.Header, body []byte) *mod
 	e.ContextLength = !retry && strings.HasPrefix(what, "the conversation is longer")
 	if retry {
 		e.RetryAfter = RetryAfter(header, c.now())
+		if e.RetryAfter == 0 {
+			e.RetryAfter = retryInfo(body)
+		}
 	}
 	return e
+}
+
+// retryInfo reads the google.rpc.RetryInfo detail that Google APIs
+// (Gemini, Vertex AI) send with a 429 instead of a Retry-After header.
+func retryInfo(body []byte) time.Duration {
+	var v struct {
+		Error struct {
+			Details []struct {
+				Type       string `json:"@type"`
+				RetryDelay string `json:"retryDelay"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return 0
+	}
+	for _, d := range v.Error.Details {
+		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
+			if delay, err := time.ParseDuration(d.RetryDelay); err == nil && delay > 0 {
+				return delay
+			}
+		}
+	}
+	return 0
 }
 
 func (c Classifier) now() time.Time {

@@ -164,3 +164,16 @@ func TestRedactCloudKeys(t *testing.T) {
 	require.Equal(t, "key [redacted] bad", Redact("key AIzaSyA1234567890abcdefghijklmnopqrstuv bad"))
 	require.Equal(t, "id [redacted].", Redact("id AKIAIOSFODNN7EXAMPLE."))
 }
+
+func TestGoogleRetryInfo(t *testing.T) {
+	body := `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"19s"}]}}`
+	err := Classifier{Provider: "gemini"}.Classify(errors.New("x"), &Capture{status: 429, header: http.Header{}, body: []byte(body)})
+	var me *model.Error
+	require.ErrorAs(t, err, &me)
+	require.True(t, me.Retryable)
+	require.Equal(t, 19*time.Second, me.RetryAfter)
+	// A header wins over the body.
+	err = Classifier{Provider: "gemini"}.Classify(errors.New("x"), &Capture{status: 429, header: http.Header{"Retry-After": {"2"}}, body: []byte(body)})
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, 2*time.Second, me.RetryAfter)
+}
