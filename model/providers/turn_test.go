@@ -46,8 +46,10 @@ func TestTurnAgainstEachProvider(t *testing.T) {
 		ordered string
 	}{
 		{
-			model:  "responses:gpt-4.1",
-			config: func(u string) providers.Config { return providers.Config{OpenAIKey: "sk-test", OpenAIBaseURL: u + "/v1"} },
+			model: "responses:gpt-4.1",
+			config: func(u string) providers.Config {
+				return providers.Config{OpenAIKey: "sk-test", OpenAIBaseURL: u + "/v1"}
+			},
 			replies: []fakeapi.Reply{
 				{Body: `{"id":"r1","object":"response","status":"completed","output":[{"type":"function_call","id":"fc1","call_id":"call_s","name":"screenshot","arguments":"{}","status":"completed"}],"usage":{"input_tokens":10,"output_tokens":5}}`},
 				{Body: `{"id":"r2","object":"response","status":"completed","output":[{"type":"message","id":"m","role":"assistant","content":[{"type":"output_text","text":"I see the screen."}]}],"usage":{"input_tokens":20,"input_tokens_details":{"cached_tokens":10},"output_tokens":5}}`},
