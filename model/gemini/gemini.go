@@ -50,6 +50,10 @@ type Config struct {
 	// HTTPClient replaces the default client. On Vertex AI a client given
 	// here must authenticate its requests itself.
 	HTTPClient *http.Client
+	// Transport is, on Vertex AI without HTTPClient, what the
+	// authenticating client sends through (tracing, a proxy); nil means
+	// the default transport.
+	Transport http.RoundTripper
 }
 
 // Provider calls generateContent. It is safe for concurrent use.
@@ -107,7 +111,7 @@ func (p *Provider) getClient(ctx context.Context) (*genai.Client, error) {
 				}
 			}
 			var err error
-			hc, err = httptransport.NewClient(&httptransport.Options{Credentials: creds})
+			hc, err = httptransport.NewClient(&httptransport.Options{Credentials: creds, BaseRoundTripper: p.cfg.Transport})
 			if err != nil {
 				return nil, &model.Error{Message: "vertex: " + err.Error()}
 			}

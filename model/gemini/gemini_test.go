@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -175,11 +176,20 @@ func (staticToken) Token(context.Context) (*auth.Token, error) {
 	return &auth.Token{Value: "vertex-token", Type: "Bearer"}, nil
 }
 
+type countingTransport struct{ n int }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n++
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 func TestVertex(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Reply{Body: textReply})
+	tr := &countingTransport{}
 	p := New(Config{
 		Vertex: true, Project: "my-project", Location: "us-central1", BaseURL: srv.URL,
 		Credentials: auth.NewCredentials(&auth.CredentialsOptions{TokenProvider: staticToken{}}),
+		Transport:   tr,
 	})
 	resp, err := p.Complete(context.Background(), request())
 	require.NoError(t, err)
@@ -187,6 +197,7 @@ func TestVertex(t *testing.T) {
 	got := srv.Last(t)
 	require.Equal(t, "/v1beta1/projects/my-project/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent", got.Path)
 	require.Equal(t, "Bearer vertex-token", got.Header.Get("Authorization"))
+	require.Equal(t, 1, tr.n, "the authenticating client sends through the given transport")
 }
 
 // Written from the API reference: streamGenerateContent with alt=sse

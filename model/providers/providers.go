@@ -204,8 +204,8 @@ func NewRouter(cfg Config) *Router {
 		responses: responses.New(responses.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, HTTPClient: cfg.HTTPClient}),
 		gemini:    gemini.New(gemini.Config{APIKey: cfg.GeminiKey, BaseURL: cfg.GeminiBaseURL, HTTPClient: cfg.HTTPClient}),
 		// Vertex AI's client must authenticate; the provider makes one from
-		// the Application Default Credentials (traced like the others).
-		vertex:  gemini.New(gemini.Config{Vertex: true, Project: cfg.VertexProject, Location: cfg.VertexLocation, BaseURL: cfg.VertexBaseURL}),
+		// the Application Default Credentials over the traced transport.
+		vertex:  gemini.New(gemini.Config{Vertex: true, Project: cfg.VertexProject, Location: cfg.VertexLocation, BaseURL: cfg.VertexBaseURL, Transport: cfg.HTTPClient.Transport}),
 		bedrock: bedrock.New(bedrock.Config{Region: cfg.BedrockRegion, BaseURL: cfg.BedrockBaseURL, HTTPClient: cfg.HTTPClient}),
 		native:  ollama.New(ollama.Config{BaseURL: strings.TrimSuffix(strings.TrimRight(cfg.OllamaBaseURL, "/"), "/v1"), HTTPClient: cfg.HTTPClient}),
 	}
