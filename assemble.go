@@ -150,6 +150,44 @@ func (p *Plugin) PinWorkspace(queue string) error {
 	return nil
 }
 
+// ModelQueue names the task queue of one model provider's calls beside
+// taskQueue: <taskQueue>/model/<provider>.
+func ModelQueue(taskQueue, provider string) string {
+	return taskQueue + "/model/" + provider
+}
+
+// RouteModelCalls sends the model calls of turns this plugin's workers
+// start, for models of provider ("openai" for "openai:gpt-4.1"), to
+// queue, so that the server's task-queue rate limit
+// (worker.Options.TaskQueueActivitiesPerSecond on the workers polling
+// it) caps that provider's calls across every worker. A worker of this
+// process registered with RegisterModelCalls must poll queue. Call it
+// before any worker with the plugin starts, the same on every worker of
+// the fleet.
+func (p *Plugin) RouteModelCalls(provider, queue string) error {
+	if p.acts == nil {
+		return fmt.Errorf("tollgate: a client plugin calls no models, so it has no model calls to route")
+	}
+	if provider == "" || strings.ContainsAny(provider, ": ") || queue == "" {
+		return fmt.Errorf("tollgate: RouteModelCalls needs a provider prefix without ':' or spaces and a task queue (got %q, %q)", provider, queue)
+	}
+	if p.features.ModelQueues == nil {
+		p.features.ModelQueues = map[string]string{}
+	}
+	p.features.ModelQueues[provider] = queue
+	return nil
+}
+
+// RegisterModelCalls registers on r only the CallModel activity. Give it
+// a worker of its own on a queue passed to RouteModelCalls, with
+// worker.Options.DisableWorkflowWorker set and the provider's limits.
+func (p *Plugin) RegisterModelCalls(r Registry) {
+	if p.acts == nil {
+		return
+	}
+	r.RegisterActivityWithOptions(p.acts.CallModel, activity.RegisterOptions{Name: activities.CallModelName})
+}
+
 // RegisterWorkspace registers on r only what a workspace queue runs: the
 // RunTool and PreviewTool activities of this plugin's tools. Give it a
 // worker of its own on the queue passed to PinWorkspace, with

@@ -32,6 +32,9 @@ const (
 	ErrTypeModelRejected = "ModelRejected"
 	// ErrTypeModelUnavailable: a transient provider failure.
 	ErrTypeModelUnavailable = "ModelUnavailable"
+	// ErrTypeModelContextLength: the conversation does not fit the model's
+	// context window. Not retried as it is; a shorter conversation may pass.
+	ErrTypeModelContextLength = "ModelContextLength"
 )
 
 // ModelResolver finds the provider for a "provider:name" model string.

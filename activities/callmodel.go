@@ -114,8 +114,13 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 
 // classify maps provider errors onto Temporal's retry semantics: rate
 // limits and 5xx retry (after Retry-After when given), the rest do not.
+// A context-length refusal has its own type, so the workflow can tell it
+// from a request that is wrong in itself.
 func classify(err error) error {
 	e := model.AsError(err)
+	if e.ContextLength {
+		return temporal.NewNonRetryableApplicationError(e.Error(), ErrTypeModelContextLength, nil)
+	}
 	if !e.Retryable {
 		return temporal.NewNonRetryableApplicationError(e.Error(), ErrTypeModelRejected, nil)
 	}

@@ -427,6 +427,12 @@ func TestCallModelErrors(t *testing.T) {
 			wantMessage:   []string{"429", "slow down"},
 		},
 		{
+			name:        "context length has its own type",
+			providerErr: fmt.Errorf("gemini: %w", &model.Error{Status: 400, ContextLength: true, Message: "the conversation is longer than the model's context window"}),
+			wantType:    ErrTypeModelContextLength,
+			wantMessage: []string{"400", "context window"},
+		},
+		{
 			name:          "server error without Retry-After",
 			providerErr:   &model.Error{Retryable: true, Status: 503, Message: "overloaded"},
 			wantType:      ErrTypeModelUnavailable,

@@ -51,8 +51,13 @@ const (
 
 // Usage counts tokens.
 type Usage struct {
+	// InputTokens counts every token the model read, cached ones included.
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CachedTokens is the part of InputTokens the provider served from its
+	// prompt cache (billed lower). Omitted when zero, so turns recorded
+	// before it existed encode as they did.
+	CachedTokens int `json:"cached_tokens,omitempty"`
 }
 
 // Response is the model's reply: an assistant message with text parts and
@@ -75,8 +80,21 @@ type Error struct {
 	// RetryAfter is the provider's Retry-After, when it sent one.
 	RetryAfter time.Duration
 	// Status is the HTTP status, when there was one.
-	Status  int
-	Message string
+	Status int
+	// ContextLength is true when the provider refused the request because
+	// the conversation does not fit the model's context window: not worth
+	// a retry as it is, but a shorter (compacted) conversation may pass.
+	ContextLength bool
+	Message       string
+}
+
+// ErrContextLength matches, with errors.Is, any *Error whose
+// ContextLength is set.
+var ErrContextLength = errors.New("the conversation is longer than the model's context window")
+
+// Is makes errors.Is(err, ErrContextLength) see through a classified error.
+func (e *Error) Is(target error) bool {
+	return target == ErrContextLength && e.ContextLength
 }
 
 func (e *Error) Error() string {

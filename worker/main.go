@@ -216,6 +216,11 @@ func run(f flags, logger *slog.Logger) error {
 		return err
 	}
 	defer stopWorkspace()
+	stopModels, err := startModelWorkers(c, plugin, f.taskQueue, logger)
+	if err != nil {
+		return err
+	}
+	defer stopModels()
 	w := worker.New(c, f.taskQueue, worker.Options{Plugins: []worker.Plugin{plugin}})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)

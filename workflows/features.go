@@ -21,6 +21,12 @@ type Features struct {
 	// calls there. Empty: the workspace is shared (or there is one
 	// worker), and any worker runs them. See doc.go, "Workspace affinity".
 	WorkspaceQueue string `json:"workspace_queue,omitempty"`
+	// ModelQueues maps a model provider's prefix ("openai") to the task
+	// queue its CallModel activities go to (tollgate.RouteModelCalls), so
+	// that the server's per-queue rate limit caps that provider's calls
+	// across the fleet. A provider without an entry stays on the turn's
+	// queue.
+	ModelQueues map[string]string `json:"model_queues,omitempty"`
 }
 
 // outsideVersion of the turn's change marker adds what outside systems

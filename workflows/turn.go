@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/converter"
@@ -46,8 +47,9 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // (checkedVersion) refuses respond payloads over MaxRespondBytes and text
 // that is not UTF-8; version 6 (setupFailedVersion) ends a turn that
 // fails in setup as failed, with its reason; version 7 (longTurnsVersion)
-// continues a grown turn as new. Turns that started before a version
-// replay as they ran.
+// continues a grown turn as new; version 8 (modelQueuesVersion) sends
+// model calls to their provider's queue when the deployment has one.
+// Turns that started before a version replay as they ran.
 const (
 	hardeningChange  = "hardening"
 	hardeningVersion = 1
@@ -147,13 +149,18 @@ func (t *turn) checked() bool { return t.v >= checkedVersion }
 // already listed the turn as running, and it stayed so.
 const setupFailedVersion = checkedVersion + 1
 
+// modelQueuesVersion of the turn's change marker schedules CallModel on
+// the task queue recorded for the model's provider
+// (Features.ModelQueues), where the server rate-limits it.
+const modelQueuesVersion = longTurnsVersion + 1
+
 // fast reports whether the turn runs local tools locally and pins its
 // workspace tools (fastToolsVersion).
 func (t *turn) fast() bool { return t.v >= fastToolsVersion }
 
 func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
-	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, longTurnsVersion)
+	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, modelQueuesVersion)
 	t.ui = t.v >= uiVersion
 	t.byID = map[string]*call{}
 	t.nextSuffix = map[string]int{}
@@ -452,6 +459,10 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	}
 	if t.ui {
 		opts.Summary = fmt.Sprintf("CallModel %s step %d", t.in.Model, t.step)
+	}
+	if t.v >= modelQueuesVersion {
+		provider, _, _ := strings.Cut(t.in.Model, ":")
+		opts.TaskQueue = t.features.ModelQueues[provider]
 	}
 	actx := workflow.WithActivityOptions(ctx, opts)
 	in := activities.CallModelInput{

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/model/providers/providerbench"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/storage/transcript"
 )
@@ -42,7 +44,7 @@ func sampleCard() results.Card {
 
 // Micros lists the micro benchmarks, in report order.
 func Micros() []Micro {
-	return []Micro{
+	return append([]Micro{
 		{"EncodeOutcome", "results.Outcome → JSON (1 KiB success, sources, details)", BenchEncodeOutcome},
 		{"DecodeOutcome", "JSON → results.Outcome (strict, versioned)", BenchDecodeOutcome},
 		{"EncodeCard", "results.Card → JSON (succeeded, one decision)", BenchEncodeCard},
@@ -50,7 +52,19 @@ func Micros() []Micro {
 		{"RenderCard", "results.Render: card → the model's tool message", BenchRenderCard},
 		{"TranscriptAppend", "transcript.Store.Append of one step (2 messages, write + fsync)", BenchTranscriptAppend},
 		{"TranscriptLoad50", "transcript.Store.Load of a 50-step chain with 5 KiB tool outputs", BenchTranscriptLoad50},
+	}, encodeStepMicros()...)
+}
+
+// encodeStepMicros are one row per model provider: one step's request
+// (10 messages, one 64 KiB image) through the provider's mapping and SDK
+// to an in-process transport, Chat Completions (openai) first.
+func encodeStepMicros() []Micro {
+	var out []Micro
+	for _, m := range providerbench.Models {
+		prefix, _, _ := strings.Cut(m, ":")
+		out = append(out, Micro{"EncodeStep/" + prefix, "one step's request (10 messages, one image) through the " + prefix + ": provider, in process", func(b *testing.B) { providerbench.Bench(b, m) }})
 	}
+	return out
 }
 
 func BenchEncodeOutcome(b *testing.B) { benchEncode(b, sampleOutcome()) }

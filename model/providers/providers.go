@@ -8,6 +8,14 @@
 //   - ollama:<model>    Chat Completions at Ollama's OpenAI endpoint
 //     (OLLAMA_HOST, default http://localhost:11434/v1); no key.
 //   - anthropic:<model> the Messages API.
+//   - responses:<model> OpenAI's Responses API (OPENAI_API_KEY,
+//     OPENAI_BASE_URL), media inside function_call_output.
+//   - gemini:<model>    the Gemini API (GEMINI_API_KEY or GOOGLE_API_KEY).
+//   - vertex:<model>    Gemini on Vertex AI (GOOGLE_CLOUD_PROJECT,
+//     GOOGLE_CLOUD_LOCATION, Application Default Credentials).
+//   - bedrock:<model>   Amazon Bedrock's Converse API (the AWS SDK's
+//     default chain for region and credentials).
+//   - ollama-native:<model> Ollama's own /api/chat at OLLAMA_HOST.
 //   - scripted:<script> a built-in script ("demo"), or a script file beneath
 //     the operator's scripts directory (Config.ScriptDir,
 //     TOLLGATE_SCRIPTS_DIR); without one, only the built-ins.
@@ -24,7 +32,11 @@ import (
 
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/anthropic"
+	"github.com/tollgate-dev/tollgate/model/bedrock"
+	"github.com/tollgate-dev/tollgate/model/gemini"
+	"github.com/tollgate-dev/tollgate/model/ollama"
 	"github.com/tollgate-dev/tollgate/model/openai"
+	"github.com/tollgate-dev/tollgate/model/responses"
 	"github.com/tollgate-dev/tollgate/model/scripted"
 )
 
@@ -36,8 +48,17 @@ type Config struct {
 	OpenAIKey, OpenAIBaseURL       string
 	AnthropicKey, AnthropicBaseURL string
 	// OllamaBaseURL is the OpenAI-compatible endpoint for "ollama:";
-	// empty means DefaultOllamaBaseURL.
+	// empty means DefaultOllamaBaseURL. "ollama-native:" uses the same
+	// server without the /v1.
 	OllamaBaseURL string
+	// GeminiKey and GeminiBaseURL are for "gemini:".
+	GeminiKey, GeminiBaseURL string
+	// VertexProject, VertexLocation and VertexBaseURL are for "vertex:";
+	// credentials are the Application Default Credentials.
+	VertexProject, VertexLocation, VertexBaseURL string
+	// BedrockRegion and BedrockBaseURL override the AWS SDK's default
+	// chain for "bedrock:"; empty means what the chain says.
+	BedrockRegion, BedrockBaseURL string
 	// HTTPClient is shared by every provider; nil means each SDK's default.
 	HTTPClient *http.Client
 	// ScriptDir is the only directory "scripted:" may read script files
@@ -57,10 +78,14 @@ const maxKeyFileBytes = 64 << 10
 
 // LoadConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL,
 // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_HOST (as Ollama itself
-// reads it: host, host:port or a URL) and TOLLGATE_SCRIPTS_DIR.
+// reads it: host, host:port or a URL), GEMINI_API_KEY (or GOOGLE_API_KEY),
+// GOOGLE_GEMINI_BASE_URL, GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION,
+// GOOGLE_VERTEX_BASE_URL and TOLLGATE_SCRIPTS_DIR. Bedrock's region and
+// credentials are the AWS SDK's own variables and files, read when the
+// first Bedrock call is made.
 //
-// Each key may instead be read from a file named by OPENAI_API_KEY_FILE or
-// ANTHROPIC_API_KEY_FILE (a mounted secret), which keeps it out of the
+// Each key may instead be read from a file named by OPENAI_API_KEY_FILE,
+// ANTHROPIC_API_KEY_FILE or GEMINI_API_KEY_FILE (a mounted secret), which keeps it out of the
 // environment a tool's child process could read. Setting both forms of
 // one key, or naming a file that cannot be read or is empty, is an error
 // that names the variable and never the file's content.
@@ -68,14 +93,28 @@ func LoadConfigFromEnv() (Config, error) {
 	env := func(k string) string { return strings.TrimSpace(os.Getenv(k)) }
 	openaiKey, err1 := keyFromEnv(openai.KeyVar)
 	anthropicKey, err2 := keyFromEnv(anthropic.KeyVar)
+	geminiKey, err3 := keyFromEnv(gemini.KeyVar)
+	if geminiKey == "" && err3 == nil {
+		// The name Google's SDKs also accept.
+		geminiKey = env("GOOGLE_API_KEY")
+	}
+	location := env("GOOGLE_CLOUD_LOCATION")
+	if location == "" {
+		location = env("GOOGLE_CLOUD_REGION")
+	}
 	return Config{
 		OpenAIKey:        openaiKey,
 		OpenAIBaseURL:    env("OPENAI_BASE_URL"),
 		AnthropicKey:     anthropicKey,
 		AnthropicBaseURL: env("ANTHROPIC_BASE_URL"),
 		OllamaBaseURL:    ollamaBaseURL(env("OLLAMA_HOST")),
+		GeminiKey:        geminiKey,
+		GeminiBaseURL:    env("GOOGLE_GEMINI_BASE_URL"),
+		VertexProject:    env("GOOGLE_CLOUD_PROJECT"),
+		VertexLocation:   location,
+		VertexBaseURL:    env("GOOGLE_VERTEX_BASE_URL"),
 		ScriptDir:        env(ScriptDirVar),
-	}, errors.Join(err1, err2)
+	}, errors.Join(err1, err2, err3)
 }
 
 // ConfigFromEnv is LoadConfigFromEnv for callers that cannot report an
@@ -143,6 +182,11 @@ type Router struct {
 	openai    *openai.Provider
 	ollama    *openai.Provider
 	anthropic *anthropic.Provider
+	responses *responses.Provider
+	gemini    *gemini.Provider
+	vertex    *gemini.Provider
+	bedrock   *bedrock.Provider
+	native    *ollama.Provider
 }
 
 // NewRouter builds the network providers once; their clients are safe to
@@ -157,11 +201,18 @@ func NewRouter(cfg Config) *Router {
 		openai:    openai.New(openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, HTTPClient: cfg.HTTPClient}),
 		ollama:    openai.New(openai.Config{BaseURL: cfg.OllamaBaseURL, HTTPClient: cfg.HTTPClient}),
 		anthropic: anthropic.New(anthropic.Config{APIKey: cfg.AnthropicKey, BaseURL: cfg.AnthropicBaseURL, HTTPClient: cfg.HTTPClient}),
+		responses: responses.New(responses.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, HTTPClient: cfg.HTTPClient}),
+		gemini:    gemini.New(gemini.Config{APIKey: cfg.GeminiKey, BaseURL: cfg.GeminiBaseURL, HTTPClient: cfg.HTTPClient}),
+		// Vertex AI's client must authenticate; the provider makes one from
+		// the Application Default Credentials over the traced transport.
+		vertex:  gemini.New(gemini.Config{Vertex: true, Project: cfg.VertexProject, Location: cfg.VertexLocation, BaseURL: cfg.VertexBaseURL, Transport: cfg.HTTPClient.Transport}),
+		bedrock: bedrock.New(bedrock.Config{Region: cfg.BedrockRegion, BaseURL: cfg.BedrockBaseURL, HTTPClient: cfg.HTTPClient}),
+		native:  ollama.New(ollama.Config{BaseURL: strings.TrimSuffix(strings.TrimRight(cfg.OllamaBaseURL, "/"), "/v1"), HTTPClient: cfg.HTTPClient}),
 	}
 }
 
 // builtinPrefixes are the providers every router has.
-var builtinPrefixes = []string{"openai", "ollama", "anthropic", "scripted"}
+var builtinPrefixes = []string{"openai", "ollama", "anthropic", "responses", "gemini", "vertex", "bedrock", "ollama-native", "scripted"}
 
 // NewRouterWith is NewRouter plus providers of the caller's own, by the
 // prefix their model strings use ("acme:model-7" → custom["acme"]).
@@ -199,6 +250,17 @@ func (r *Router) Resolve(s string) (model.Provider, string, error) {
 		return model.WireNames(r.ollama), name, nil
 	case "anthropic":
 		return model.WireNames(r.anthropic), name, nil
+	case "responses":
+		return model.WireNames(r.responses), name, nil
+	case "bedrock":
+		return model.WireNames(r.bedrock), name, nil
+	case "gemini":
+		// Gemini's function names may hold dots; no renaming needed.
+		return r.gemini, name, nil
+	case "vertex":
+		return r.vertex, name, nil
+	case "ollama-native":
+		return r.native, name, nil
 	case "scripted":
 		script, err := scripted.Open(name, r.cfg.ScriptDir)
 		if err != nil {
@@ -210,7 +272,7 @@ func (r *Router) Resolve(s string) (model.Provider, string, error) {
 		}
 		return scripted.New(script), name, nil
 	}
-	return nil, "", &model.Error{Message: fmt.Sprintf("model %q: unknown provider %q; use openai, ollama, anthropic or scripted%s", s, prefix, r.customHint())}
+	return nil, "", &model.Error{Message: fmt.Sprintf("model %q: unknown provider %q; use openai, ollama, anthropic, responses, gemini, vertex, bedrock, ollama-native or scripted%s", s, prefix, r.customHint())}
 }
 
 func (r *Router) customHint() string {

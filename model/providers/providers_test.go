@@ -14,7 +14,11 @@ import (
 
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/anthropic"
+	"github.com/tollgate-dev/tollgate/model/bedrock"
+	"github.com/tollgate-dev/tollgate/model/gemini"
+	"github.com/tollgate-dev/tollgate/model/ollama"
 	"github.com/tollgate-dev/tollgate/model/openai"
+	"github.com/tollgate-dev/tollgate/model/responses"
 	"github.com/tollgate-dev/tollgate/model/scripted"
 	"github.com/tollgate-dev/tollgate/results"
 )
@@ -47,7 +51,12 @@ func TestResolve(t *testing.T) {
 		{in: "scripted:../mine.json", wantErr: "must lie beneath the scripts directory"},
 		{in: "scripted:/etc/passwd", wantErr: "must lie beneath the scripts directory"},
 		{in: "scripted:nosuch", wantErr: `no built-in script "nosuch"`},
-		{in: "gemini:pro", wantErr: `unknown provider "gemini"; use openai, ollama, anthropic or scripted`},
+		{in: "responses:gpt-4.1", wantType: &responses.Provider{}, wantName: "gpt-4.1"},
+		{in: "bedrock:anthropic.claude-sonnet-4-5-20250929-v1:0", wantType: &bedrock.Provider{}, wantName: "anthropic.claude-sonnet-4-5-20250929-v1:0"},
+		{in: "gemini:gemini-2.5-flash", wantType: &gemini.Provider{}, wantName: "gemini-2.5-flash"},
+		{in: "vertex:gemini-2.5-pro", wantType: &gemini.Provider{}, wantName: "gemini-2.5-pro"},
+		{in: "ollama-native:qwen3:8b", wantType: &ollama.Provider{}, wantName: "qwen3:8b"},
+		{in: "mistral:large", wantErr: `unknown provider "mistral"; use openai, ollama, anthropic, responses, gemini, vertex, bedrock, ollama-native or scripted`},
 		{in: "gpt-4.1", wantErr: "must be provider:name"},
 		{in: "openai:", wantErr: "must be provider:name"},
 	}
@@ -62,7 +71,7 @@ func TestResolve(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			if !strings.HasPrefix(tt.in, "scripted:") {
+			if !strings.HasPrefix(tt.in, "scripted:") && !strings.HasPrefix(tt.in, "gemini:") && !strings.HasPrefix(tt.in, "vertex:") && !strings.HasPrefix(tt.in, "ollama-native:") {
 				w, ok := p.(model.WireNamed)
 				require.True(t, ok, "network providers get tool names their APIs take")
 				p = w.Next
@@ -89,14 +98,34 @@ func recorder(t *testing.T, body string) (*httptest.Server, *string) {
 func TestRoutesReachTheirServers(t *testing.T) {
 	chat := `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`
 	messages := `{"id":"msg","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
+	resp := `{"id":"r","object":"response","status":"completed","output":[{"type":"message","id":"m","role":"assistant","content":[{"type":"output_text","text":"hi"}]}],"usage":{"input_tokens":1,"output_tokens":1}}`
+	gen := `{"candidates":[{"content":{"role":"model","parts":[{"text":"hi"}]},"finishReason":"STOP"}]}`
+	converse := `{"output":{"message":{"role":"assistant","content":[{"text":"hi"}]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2}}`
+	native := `{"model":"m","message":{"role":"assistant","content":"hi"},"done":true,"done_reason":"stop"}` + "\n"
 	oai, oaiPath := recorder(t, chat)
 	oll, ollPath := recorder(t, chat)
 	ant, antPath := recorder(t, messages)
+	rsp, rspPath := recorder(t, resp)
+	gem, gemPath := recorder(t, gen)
+	bed, bedPath := recorder(t, converse)
+	nat, natPath := recorder(t, native)
+	// Bedrock's credentials come from the AWS SDK's chain.
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
 	r := NewRouter(Config{
 		OpenAIKey: "sk-x", OpenAIBaseURL: oai.URL + "/v1",
 		AnthropicKey: "sk-ant-x", AnthropicBaseURL: ant.URL,
 		OllamaBaseURL: oll.URL + "/v1",
+		GeminiKey:     "AIza-test", GeminiBaseURL: gem.URL,
+		BedrockBaseURL: bed.URL,
 	})
+	// Responses and Ollama's native API live on servers of their own
+	// here, so each path is checked apart from Chat Completions'.
+	r.responses = responses.New(responses.Config{APIKey: "sk-x", BaseURL: rsp.URL + "/v1"})
+	r.native = ollama.New(ollama.Config{BaseURL: nat.URL})
 	for _, tt := range []struct {
 		model string
 		path  *string
@@ -105,6 +134,10 @@ func TestRoutesReachTheirServers(t *testing.T) {
 		{"openai:gpt-4.1", oaiPath, "/v1/chat/completions"},
 		{"ollama:llama3.2", ollPath, "/v1/chat/completions"},
 		{"anthropic:claude-sonnet-4-5", antPath, "/v1/messages"},
+		{"responses:gpt-4.1", rspPath, "/v1/responses"},
+		{"gemini:gemini-2.5-flash", gemPath, "/v1beta/models/gemini-2.5-flash:generateContent"},
+		{"bedrock:amazon.nova-pro-v1:0", bedPath, "/model/amazon.nova-pro-v1:0/converse"},
+		{"ollama-native:llama3.2", natPath, "/api/chat"},
 	} {
 		p, name, err := r.Resolve(tt.model)
 		require.NoError(t, err)
@@ -117,7 +150,13 @@ func TestRoutesReachTheirServers(t *testing.T) {
 
 func TestMissingKeys(t *testing.T) {
 	r := NewRouter(Config{})
-	for name, keyVar := range map[string]string{"openai:gpt-4.1": "OPENAI_API_KEY", "anthropic:claude-sonnet-4-5": "ANTHROPIC_API_KEY"} {
+	t.Setenv("GEMINI_API_KEY", "")
+	t.Setenv("GOOGLE_API_KEY", "")
+	for name, keyVar := range map[string]string{
+		"openai:gpt-4.1": "OPENAI_API_KEY", "anthropic:claude-sonnet-4-5": "ANTHROPIC_API_KEY",
+		"responses:gpt-4.1": "OPENAI_API_KEY", "gemini:gemini-2.5-flash": "GEMINI_API_KEY",
+		"vertex:gemini-2.5-pro": "GOOGLE_CLOUD_PROJECT",
+	} {
 		p, modelName, err := r.Resolve(name)
 		require.NoError(t, err)
 		_, err = p.Complete(context.Background(), model.Request{Model: modelName, Messages: []results.Message{results.UserText("hi")}})
@@ -157,11 +196,21 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("TOLLGATE_SCRIPTS_DIR", "/srv/scripts")
 	t.Setenv("OPENAI_API_KEY_FILE", "")
 	t.Setenv("ANTHROPIC_API_KEY_FILE", "")
+	t.Setenv("GEMINI_API_KEY_FILE", "")
+	t.Setenv("GEMINI_API_KEY", "")
+	t.Setenv("GOOGLE_API_KEY", "AIza-g")
+	t.Setenv("GOOGLE_GEMINI_BASE_URL", "")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "proj")
+	t.Setenv("GOOGLE_CLOUD_LOCATION", "")
+	t.Setenv("GOOGLE_CLOUD_REGION", "europe-west4")
+	t.Setenv("GOOGLE_VERTEX_BASE_URL", "")
 	want := Config{
 		OpenAIKey: "sk-o", OpenAIBaseURL: "http://vllm:8000/v1",
 		AnthropicKey: "sk-a", AnthropicBaseURL: "http://gateway",
 		OllamaBaseURL: "http://gpu-box:11434/v1",
-		ScriptDir:     "/srv/scripts",
+		GeminiKey:     "AIza-g",
+		VertexProject: "proj", VertexLocation: "europe-west4",
+		ScriptDir: "/srv/scripts",
 	}
 	got, err := LoadConfigFromEnv()
 	require.NoError(t, err)

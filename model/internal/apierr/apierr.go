@@ -139,6 +139,9 @@ func (c Classifier) fromStatus(status int, header http.Header, body []byte) *mod
 		what = "not found; check the model name and the base URL"
 	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
 		what = "bad request"
+		if ContextLength(body) {
+			what = "the conversation is longer than the model's context window"
+		}
 	default:
 		what = "request rejected"
 	}
@@ -147,10 +150,38 @@ func (c Classifier) fromStatus(status int, header http.Header, body []byte) *mod
 		msg += ": " + detail
 	}
 	e := &model.Error{Retryable: retry, Status: status, Message: msg}
+	e.ContextLength = !retry && strings.HasPrefix(what, "the conversation is longer")
 	if retry {
 		e.RetryAfter = RetryAfter(header, c.now())
+		if e.RetryAfter == 0 {
+			e.RetryAfter = retryInfo(body)
+		}
 	}
 	return e
+}
+
+// retryInfo reads the google.rpc.RetryInfo detail that Google APIs
+// (Gemini, Vertex AI) send with a 429 instead of a Retry-After header.
+func retryInfo(body []byte) time.Duration {
+	var v struct {
+		Error struct {
+			Details []struct {
+				Type       string `json:"@type"`
+				RetryDelay string `json:"retryDelay"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return 0
+	}
+	for _, d := range v.Error.Details {
+		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
+			if delay, err := time.ParseDuration(d.RetryDelay); err == nil && delay > 0 {
+				return delay
+			}
+		}
+	}
+	return 0
 }
 
 func (c Classifier) now() time.Time {
@@ -191,11 +222,75 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
+// contextLengthMarkers are how providers say a request does not fit the
+// context window: OpenAI's error code and message (also vLLM's),
+// Anthropic's, Gemini's, Bedrock's, llama.cpp's and Ollama's.
+var contextLengthMarkers = []string{
+	"context_length_exceeded",
+	"maximum context length",
+	"prompt is too long",
+	"input token count",
+	"input is too long",
+	"exceeds the context window",
+	"context window exceeded",
+	"exceeds the available context size",
+	"exceeds the context length",
+	"too many tokens",
+}
+
+// ContextLength reports whether an error body (or message) says the
+// conversation is longer than the model's context window.
+func ContextLength(body []byte) bool {
+	s := strings.ToLower(string(body))
+	for _, m := range contextLengthMarkers {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+type captureKey struct{}
+
+// WithCapture returns a context whose HTTP exchanges, made through a
+// client from WrapClient, are recorded in c. It is how SDKs that take an
+// *http.Client but have no per-request middleware (genai, the AWS SDK,
+// Ollama's client) get the same classification as the others.
+func WithCapture(ctx context.Context, c *Capture) context.Context {
+	return context.WithValue(ctx, captureKey{}, c)
+}
+
+// WrapClient returns a copy of hc (nil means a default client) whose
+// transport records into the Capture of each request's context.
+func WrapClient(hc *http.Client) *http.Client {
+	out := &http.Client{}
+	if hc != nil {
+		*out = *hc
+	}
+	out.Transport = captureTransport{base: out.Transport}
+	return out
+}
+
+type captureTransport struct{ base http.RoundTripper }
+
+func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c, _ := req.Context().Value(captureKey{}).(*Capture)
+	if c == nil {
+		return base.RoundTrip(req)
+	}
+	return c.Middleware(req, base.RoundTrip)
+}
+
 var (
 	bearerRE = regexp.MustCompile(`(?i)bearer\s+[^\s"',;]+`)
-	// keyRE matches the shapes of OpenAI, Anthropic and OpenRouter keys, for
-	// servers that echo a key we were not told about.
-	keyRE = regexp.MustCompile(`\b(sk|rk)-[A-Za-z0-9_\-]{12,}`)
+	// keyRE matches the shapes of OpenAI, Anthropic and OpenRouter keys,
+	// Google API keys and AWS access key ids, for servers that echo a key
+	// we were not told about.
+	keyRE = regexp.MustCompile(`\b(sk|rk)-[A-Za-z0-9_\-]{12,}|\bAIza[0-9A-Za-z_\-]{30,}|\b(AKIA|ASIA)[0-9A-Z]{16}\b`)
 )
 
 // Redact removes the given secrets, bearer tokens and anything shaped like

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -100,4 +102,78 @@ func TestClassify(t *testing.T) {
 		})
 	}
 	require.NoError(t, c.Classify(nil, &Capture{}))
+}
+
+func TestContextLength(t *testing.T) {
+	c := Classifier{Provider: "p", KeyVar: "P_KEY"}
+	bodies := map[string]string{
+		"openai":    `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+		"anthropic": `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`,
+		"gemini":    `{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`,
+		"bedrock":   `{"message":"Input is too long for requested model."}`,
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			err := c.Classify(errors.New("x"), &Capture{status: 400, header: http.Header{}, body: []byte(body)})
+			var me *model.Error
+			require.ErrorAs(t, err, &me)
+			require.True(t, me.ContextLength)
+			require.False(t, me.Retryable)
+			require.ErrorIs(t, err, model.ErrContextLength)
+			require.Contains(t, me.Message, "context window")
+		})
+	}
+	// A rate limit that talks about tokens is still a rate limit.
+	err := c.Classify(errors.New("x"), &Capture{status: 429, header: http.Header{}, body: []byte(`{"message":"Too many tokens, please wait before trying again."}`)})
+	require.NotErrorIs(t, err, model.ErrContextLength)
+	err = c.Classify(errors.New("x"), &Capture{status: 400, header: http.Header{}, body: []byte(`{"error":{"message":"messages: field required"}}`)})
+	require.NotErrorIs(t, err, model.ErrContextLength)
+}
+
+func TestWrapClientCapturesPerContext(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "4")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"error":{"message":"slow down"}}`)
+	}))
+	defer srv.Close()
+	hc := WrapClient(srv.Client())
+	capture := &Capture{}
+	req, err := http.NewRequestWithContext(WithCapture(context.Background(), capture), http.MethodPost, srv.URL, nil)
+	require.NoError(t, err)
+	res, err := hc.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	require.JSONEq(t, `{"error":{"message":"slow down"}}`, string(body), "the caller still reads the body")
+	cerr := Classifier{Provider: "p"}.Classify(errors.New("sdk error"), capture)
+	var me *model.Error
+	require.ErrorAs(t, cerr, &me)
+	require.True(t, me.Retryable)
+	require.Equal(t, 4*time.Second, me.RetryAfter)
+	require.Contains(t, me.Message, "slow down")
+
+	// A request without a capture goes through untouched.
+	res, err = hc.Get(srv.URL)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+}
+
+func TestRedactCloudKeys(t *testing.T) {
+	require.Equal(t, "key [redacted] bad", Redact("key AIzaSyA1234567890abcdefghijklmnopqrstuv bad"))
+	require.Equal(t, "id [redacted].", Redact("id AKIAIOSFODNN7EXAMPLE."))
+}
+
+func TestGoogleRetryInfo(t *testing.T) {
+	body := `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"19s"}]}}`
+	err := Classifier{Provider: "gemini"}.Classify(errors.New("x"), &Capture{status: 429, header: http.Header{}, body: []byte(body)})
+	var me *model.Error
+	require.ErrorAs(t, err, &me)
+	require.True(t, me.Retryable)
+	require.Equal(t, 19*time.Second, me.RetryAfter)
+	// A header wins over the body.
+	err = Classifier{Provider: "gemini"}.Classify(errors.New("x"), &Capture{status: 429, header: http.Header{"Retry-After": {"2"}}, body: []byte(body)})
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, 2*time.Second, me.RetryAfter)
 }
