@@ -393,6 +393,7 @@ func TestDocsDataBlocksDecode(t *testing.T) {
 	}
 	kinds := map[string]func([]byte) error{
 		"turn-input": func(b []byte) error { var in workflows.Input; return strict(b, &in) },
+		"cards-page": func(b []byte) error { var p workflows.Cards; return strict(b, &p) },
 		"api-keys": func(b []byte) error {
 			var file struct {
 				Keys []apikey.Entry `json:"keys"`

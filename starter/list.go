@@ -37,7 +37,7 @@ func (c *cli) cmdList(ctx context.Context, args []string) error {
 	fs := c.flagSet("list")
 	var f turnlist.Filter
 	waiting := fs.Bool("waiting", false, "only turns waiting for a person (--status waiting)")
-	status := fs.String("status", "", "only turns with this `status`: running, waiting, completed, failed, cancelled, transferred, max_steps")
+	status := fs.String("status", "", "only turns with this `status`: running, waiting, completed, failed, cancelled, transferred, max_steps, budget_exhausted")
 	fs.StringVar(&f.User, "user", "", "only turns of this `user`")
 	fs.IntVar(&f.Limit, "limit", turnlist.DefaultLimit, fmt.Sprintf("at most `N` turns, newest first (at most %d)", turnlist.MaxLimit))
 	pos, err := parse(fs, args)

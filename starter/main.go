@@ -27,7 +27,7 @@ import (
 const (
 	exitOK = 0
 	// exitFailed: an error, a failed replay, or a turn that ended failed,
-	// cancelled or at max_steps.
+	// cancelled, at max_steps or budget_exhausted.
 	exitFailed = 1
 	// exitRejected: a usage error, or a response the turn rejected.
 	exitRejected = 2
@@ -348,7 +348,8 @@ answered (default $USER, else "cli").
 exit codes:
   0    done; for run --wait, run --interactive and watch: the turn completed
   1    an error (Temporal unreachable, no such turn, ...), a history that does
-       not replay, or a turn that ended failed, cancelled or at max_steps
+       not replay, or a turn that ended failed, cancelled, at max_steps or
+       budget_exhausted
   2    a usage error, or the turn rejected the response
   3    the turn ended by transferring to another agent
   130  interrupted; only the client stopped, the turn keeps running
