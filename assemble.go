@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities"
 	"github.com/tollgate-dev/tollgate/activities/builtin"
 	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/model/pricing"
 	"github.com/tollgate-dev/tollgate/model/providers"
 	"github.com/tollgate-dev/tollgate/storage/blobstore"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
@@ -55,6 +56,10 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 	if err != nil {
 		return nil, err
 	}
+	prices, err := pricing.FromEnv()
+	if err != nil {
+		return nil, err
+	}
 	var cached int64
 	if blobs.Dir() == "" {
 		// A bucket: every chunk read is a round trip.
@@ -68,6 +73,7 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 		Transcripts: transcripts,
 		Workspace:   ws,
 		Outputs:     outputs,
+		Prices:      prices,
 	}, nil
 }
 

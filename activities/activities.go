@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/pricing"
 	"github.com/tollgate-dev/tollgate/storage/transcript"
 	"github.com/tollgate-dev/tollgate/tool"
 )
@@ -54,6 +55,9 @@ type Activities struct {
 	// history and the call's card carry a reference instead. Nil keeps them
 	// inline, and cards then drop them.
 	Outputs OutputStore
+	// Prices prices each model call's usage; nil, or a model without a
+	// price, leaves CallModelResult.Cost unset (unknown, not zero).
+	Prices *pricing.Table
 }
 
 // MaxInlineRaw bounds the raw output a tool result and a call's card carry

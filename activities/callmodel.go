@@ -51,6 +51,9 @@ type CallModelInput struct {
 type CallModelResult struct {
 	Transcript string         `json:"transcript"`
 	Response   model.Response `json:"response"`
+	// Cost is what the call cost in US dollars, priced when it was made;
+	// nil when the model has no price.
+	Cost *float64 `json:"cost,omitempty"`
 }
 
 // CallModel loads the conversation, calls the provider and stores the new
@@ -100,6 +103,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 		return CallModelResult{}, classify(err)
 	}
 	resp.Message.Role = results.RoleAssistant
+	cost := a.cost(ctx, in.Model, resp.Usage)
 	added := append(append([]results.Message(nil), in.Messages...), resp.Message)
 	head, err := a.Transcripts.AppendContext(ctx, in.Transcript, added)
 	if err != nil {
@@ -107,9 +111,22 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 		// messages, so it is safe to log.
 		activity.GetLogger(ctx).Warn("Conversation not stored; returning the reply without a transcript head, the workflow will resend the whole conversation",
 			"turn", in.TurnID, "model", in.Model, "error", err)
-		return CallModelResult{Transcript: "", Response: resp}, nil
+		return CallModelResult{Transcript: "", Response: resp, Cost: cost}, nil
 	}
-	return CallModelResult{Transcript: head, Response: resp}, nil
+	return CallModelResult{Transcript: head, Response: resp, Cost: cost}, nil
+}
+
+// cost prices a call's usage and counts it, nil when the price is unknown.
+func (a *Activities) cost(ctx context.Context, modelString string, u model.Usage) *float64 {
+	if a.Prices == nil {
+		return nil
+	}
+	usd, ok := a.Prices.Cost(modelString, u)
+	if !ok {
+		return nil
+	}
+	countModelCost(ctx, modelString, usd)
+	return &usd
 }
 
 // classify maps provider errors onto Temporal's retry semantics: rate

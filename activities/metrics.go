@@ -45,6 +45,17 @@ func countModelCall(ctx context.Context, modelString string, resp model.Response
 	metrics.Count(h, metrics.ModelTokens, int64(resp.Usage.OutputTokens), with(tags, metrics.Direction, metrics.Output))
 }
 
+// countModelCost counts a priced call's cost, in millionths of a dollar
+// (counters count whole numbers).
+func countModelCost(ctx context.Context, modelString string, usd float64) {
+	provider, name, err := model.ParseName(modelString)
+	if err != nil {
+		provider, name = metrics.Other, metrics.Other
+	}
+	tags := map[string]string{metrics.Provider: provider, metrics.Model: modelLabels.Label(name)}
+	metrics.Count(activity.GetMetricsHandler(ctx), metrics.ModelCost, int64(usd*1e6+0.5), tags)
+}
+
 // countStored counts bytes RunTool moved to the output store.
 func countStored(ctx context.Context, n int) {
 	metrics.Count(activity.GetMetricsHandler(ctx), metrics.PayloadStoreBytes, int64(n), map[string]string{metrics.Store: metrics.StoreOutput})

@@ -43,6 +43,9 @@ const (
 	// ModelTokens counts the tokens providers reported, by Provider, Model
 	// and Direction (input or output).
 	ModelTokens = "tollgate_model_tokens"
+	// ModelCost counts what priced model calls cost, in millionths of a
+	// US dollar, by Provider and Model.
+	ModelCost = "tollgate_model_cost_microdollars"
 	// ToolRun times a tool's run inside RunTool, by Tool.
 	ToolRun = "tollgate_tool_run"
 	// PayloadStoreBytes counts the bytes sent to the payload store, by

@@ -39,7 +39,10 @@ const (
 // Budget is what a turn may use; zero fields are unbounded.
 type Budget struct {
 	// Tokens bounds input plus output tokens over every model call.
-	Tokens     int      `json:"tokens,omitempty"`
+	Tokens int `json:"tokens,omitempty"`
+	// Cost bounds what the model calls cost, in US dollars, as the
+	// worker's price table prices them.
+	Cost       float64  `json:"cost,omitempty"`
 	ModelCalls int      `json:"model_calls,omitempty"`
 	ToolCalls  int      `json:"tool_calls,omitempty"`
 	WallTime   Duration `json:"wall_time,omitempty"`
@@ -49,9 +52,13 @@ func (b Budget) empty() bool { return b == Budget{} }
 
 // Spent is what a turn has used, counted against its budget.
 type Spent struct {
-	Tokens     int `json:"tokens"`
-	ModelCalls int `json:"model_calls"`
-	ToolCalls  int `json:"tool_calls"`
+	Tokens int `json:"tokens"`
+	// Cost is in US dollars; Unpriced counts calls of models without a
+	// price, whose cost is unknown.
+	Cost       float64 `json:"cost,omitempty"`
+	Unpriced   int     `json:"unpriced_calls,omitempty"`
+	ModelCalls int     `json:"model_calls"`
+	ToolCalls  int     `json:"tool_calls"`
 	// WallTime is how long the turn has run, at the time it was read.
 	WallTime Duration `json:"wall_time"`
 }
@@ -62,6 +69,7 @@ var budgetSchema = mustSchema(`{
   "additionalProperties": false,
   "properties": {
     "tokens": {"type": "integer", "minimum": 0},
+    "cost": {"type": "number", "minimum": 0},
     "model_calls": {"type": "integer", "minimum": 0},
     "tool_calls": {"type": "integer", "minimum": 0},
     "wall_time": {"type": "string"}
@@ -78,7 +86,7 @@ func mustSchema(s string) *tool.Schema {
 
 func validateBudget(p Policy) error {
 	b := p.Budget
-	if b.Tokens < 0 || b.ModelCalls < 0 || b.ToolCalls < 0 || b.WallTime < 0 {
+	if b.Tokens < 0 || b.Cost < 0 || b.ModelCalls < 0 || b.ToolCalls < 0 || b.WallTime < 0 {
 		return fmt.Errorf("policy.budget limits must not be negative")
 	}
 	switch p.OnBudget {
@@ -94,6 +102,8 @@ func validateBudget(p Policy) error {
 func (t *turn) spent(ctx workflow.Context) Spent {
 	return Spent{
 		Tokens:     t.usage.InputTokens + t.usage.OutputTokens,
+		Cost:       t.cost,
+		Unpriced:   t.unpricedUnasked(),
 		ModelCalls: t.step,
 		ToolCalls:  t.toolCalls,
 		WallTime:   Duration(workflow.Now(ctx).Sub(t.startedAt)),
@@ -106,6 +116,13 @@ func overBudget(b Budget, s Spent) []string {
 	var out []string
 	if b.Tokens > 0 && s.Tokens >= b.Tokens {
 		out = append(out, fmt.Sprintf("%d of %d tokens", s.Tokens, b.Tokens))
+	}
+	if b.Cost > 0 && s.Cost >= b.Cost {
+		out = append(out, fmt.Sprintf("$%.4f of $%.4f", s.Cost, b.Cost))
+	}
+	if b.Cost > 0 && s.Unpriced > 0 {
+		// Unknown is not zero: a person decides whether to go on.
+		out = append(out, fmt.Sprintf("the cost of %d model calls is unknown (no price for the model)", s.Unpriced))
 	}
 	if b.ModelCalls > 0 && s.ModelCalls >= b.ModelCalls {
 		out = append(out, fmt.Sprintf("%d of %d model calls", s.ModelCalls, b.ModelCalls))
@@ -139,6 +156,7 @@ func (t *turn) checkBudget(ctx workflow.Context) bool {
 	}
 	c := t.budgetWait(ctx, summary, spent)
 	t.emit(ctx, webhook.TypeTurnBudgetReached, c.card.CallID, &c.card)
+	asked := c.card.Interrupt
 	t.wait(ctx, c)
 	if c.card.State != results.StateRunning {
 		t.failure = summary + "; " + c.card.Reason
@@ -157,9 +175,13 @@ func (t *turn) checkBudget(ctx workflow.Context) bool {
 		raised = raised.again(spent)
 	}
 	t.budget = raised
+	// Having gone on knowing the cost is unknown, the person is not
+	// asked about it again.
+	t.unpricedOK = true
 	c.clear()
 	c.card.State = results.StateSucceeded
-	c.card.Output = &results.Success{Parts: []results.Part{results.TextPart("budget raised to " + raised.String())}}
+	// The card keeps what was asked beside how it was answered.
+	c.card.Output = &results.Success{Parts: []results.Part{results.TextPart(asked.Prompt + "\nBudget raised to " + raised.String() + ".")}}
 	return true
 }
 
@@ -193,6 +215,9 @@ func (b Budget) again(s Spent) Budget {
 	if b.Tokens > 0 {
 		b.Tokens += s.Tokens
 	}
+	if b.Cost > 0 {
+		b.Cost += s.Cost
+	}
 	if b.ModelCalls > 0 {
 		b.ModelCalls += s.ModelCalls
 	}
@@ -223,7 +248,7 @@ func (t *turn) validateBudgetAnswer(c *call, args json.RawMessage) error {
 		return fmt.Errorf("the new budget cannot be read: %v", err)
 	}
 	// Wall time as of the wait's start: a validator has no clock.
-	spent := Spent{Tokens: t.usage.InputTokens + t.usage.OutputTokens, ModelCalls: t.step, ToolCalls: t.toolCalls, WallTime: Duration(c.waitingSince.Sub(t.startedAt))}
+	spent := Spent{Tokens: t.usage.InputTokens + t.usage.OutputTokens, Cost: t.cost, ModelCalls: t.step, ToolCalls: t.toolCalls, WallTime: Duration(c.waitingSince.Sub(t.startedAt))}
 	if reached := overBudget(b, spent); len(reached) > 0 {
 		return fmt.Errorf("the new budget is used up already (%s); raise it above what the turn used", strings.Join(reached, ", "))
 	}
@@ -234,6 +259,9 @@ func (b Budget) String() string {
 	var parts []string
 	if b.Tokens > 0 {
 		parts = append(parts, fmt.Sprintf("%d tokens", b.Tokens))
+	}
+	if b.Cost > 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f", b.Cost))
 	}
 	if b.ModelCalls > 0 {
 		parts = append(parts, fmt.Sprintf("%d model calls", b.ModelCalls))
@@ -264,6 +292,23 @@ func (t *turn) budgetState() *BudgetState {
 	return &BudgetState{Limit: t.budget, Spent: t.lastSpent}
 }
 
+// unpricedUnasked counts the unpriced calls a cost budget must ask about.
+func (t *turn) unpricedUnasked() int {
+	if t.unpricedOK {
+		return 0
+	}
+	return t.unpriced
+}
+
+// addCost adds a model call's cost; nil is a call of an unpriced model.
+func (t *turn) addCost(usd *float64) {
+	if usd == nil {
+		t.unpriced++
+		return
+	}
+	t.cost += *usd
+}
+
 func (s Spent) String() string {
-	return fmt.Sprintf("%d tokens, %d model calls, %d tool calls, %s", s.Tokens, s.ModelCalls, s.ToolCalls, formatDuration(time.Duration(s.WallTime).Round(time.Second)))
+	return fmt.Sprintf("%d tokens, $%.4f, %d model calls, %d tool calls, %s", s.Tokens, s.Cost, s.ModelCalls, s.ToolCalls, formatDuration(time.Duration(s.WallTime).Round(time.Second)))
 }

@@ -19,15 +19,20 @@ func oneEchoPerStep(n int) []results.Message {
 	return append(out, results.AssistantText("done"))
 }
 
-func mustCard(t *testing.T, cards []results.Card, id string) results.Card {
-	t.Helper()
+func card(cards []results.Card, id string) (results.Card, bool) {
 	for _, c := range cards {
 		if c.CallID == id {
-			return c
+			return c, true
 		}
 	}
-	require.Failf(t, "no card", "no card %s", id)
-	return results.Card{}
+	return results.Card{}, false
+}
+
+func mustCard(t *testing.T, cards []results.Card, id string) results.Card {
+	t.Helper()
+	c, ok := card(cards, id)
+	require.True(t, ok, "no card %s", id)
+	return c
 }
 
 func TestBudgetStopEndsTheTurnBudgetExhausted(t *testing.T) {
@@ -37,7 +42,7 @@ func TestBudgetStopEndsTheTurnBudgetExhausted(t *testing.T) {
 	require.Equal(t, StatusBudgetExhausted, res.Status)
 	require.Len(t, h.log.all(), 3)
 	require.Contains(t, res.Error, "the turn reached its budget: 3 of 3 tool calls")
-	spent := Spent{Tokens: res.Usage.InputTokens + res.Usage.OutputTokens, ModelCalls: 3, ToolCalls: 3}
+	spent := Spent{Tokens: res.Usage.InputTokens + res.Usage.OutputTokens, Cost: res.Cost, ModelCalls: 3, ToolCalls: 3}
 	require.NotZero(t, spent.Tokens)
 	require.Equal(t, &BudgetState{Limit: Budget{ToolCalls: 3}, Spent: spent}, res.Budget)
 }
@@ -89,6 +94,31 @@ func TestBudgetApprovedAsIsGrantsTheSameAgain(t *testing.T) {
 	require.Equal(t, StatusCompleted, res.Status, res.Error)
 	require.Len(t, h.log.all(), 3)
 	require.Equal(t, Budget{ModelCalls: 4}, res.Budget.Limit)
+}
+
+// Cost counts priced calls; a cost budget stops at it, and a model
+// without a price asks rather than counting zero.
+func TestBudgetCost(t *testing.T) {
+	h := newHarness(t, oneEchoPerStep(5)...)
+	res := h.run(t, Input{Prompt: "p", Tools: []string{"echo"}, Policy: Policy{Budget: Budget{Cost: 0.05}, OnBudget: OnBudgetStop}})
+	require.Equal(t, StatusBudgetExhausted, res.Status)
+	require.Positive(t, res.Cost)
+	require.Zero(t, res.UnpricedCalls)
+	require.Regexp(t, `the turn reached its budget: \$0\.0[0-9]+ of \$0\.0500`, res.Error)
+	require.Less(t, res.Steps, 5)
+
+	h = newHarness(t, oneEchoPerStep(2)...)
+	h.respond(time.Minute, Response{CallID: "budget_1", Decision: results.DecisionApprove}, nil)
+	res = h.run(t, Input{Prompt: "p", Model: "fake:unpriced", Tools: []string{"echo"}, Policy: Policy{Budget: Budget{Cost: 1}}})
+	require.Equal(t, StatusCompleted, res.Status, res.Error)
+	require.Zero(t, res.Cost)
+	require.Equal(t, 3, res.UnpricedCalls)
+	c := mustCard(t, res.Cards, "budget_1")
+	require.Contains(t, results.Message{Parts: c.Output.Parts}.Text(), "the cost of 1 model calls is unknown")
+	// Once let go on, unpriced calls do not ask again.
+	require.Equal(t, results.StateSucceeded, c.State)
+	_, asked := card(res.Cards, "budget_2")
+	require.False(t, asked)
 }
 
 func TestBudgetInputIsChecked(t *testing.T) {

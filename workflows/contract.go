@@ -190,6 +190,10 @@ type State struct {
 	Runs int `json:"runs,omitempty"`
 	// Budget is set for a turn with policy.budget.
 	Budget *BudgetState `json:"budget,omitempty"`
+	// Cost is what the turn's priced model calls cost in US dollars;
+	// UnpricedCalls counts the calls of models without a price.
+	Cost          float64 `json:"cost,omitempty"`
+	UnpricedCalls int     `json:"unpriced_calls,omitempty"`
 	// Error says why a failed turn failed, as Result.Error does.
 	Error string `json:"error,omitempty"`
 	// InvalidSignals counts respond Signals that were dropped because they
@@ -215,6 +219,8 @@ type Result struct {
 	Steps          int          `json:"steps"`
 	Usage          model.Usage  `json:"usage"`
 	Budget         *BudgetState `json:"budget,omitempty"`
+	Cost           float64      `json:"cost,omitempty"`
+	UnpricedCalls  int          `json:"unpriced_calls,omitempty"`
 	InvalidSignals int          `json:"invalid_signals"`
 	// Head names the stored conversation through the turn's last model
 	// reply (Input.Head when the model never replied; empty when the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/activities"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/pricing"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/storage/transcript"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -230,7 +231,10 @@ func newHarnessWith(t *testing.T, f Features, replies ...results.Message) *harne
 	store, err := transcript.NewStore(t.TempDir())
 	require.NoError(t, err)
 	env.RegisterWorkflowWithOptions(f.AgentTurn, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterActivity(&activities.Activities{Tools: reg, Models: h.model, Transcripts: store, Workspace: t.TempDir()})
+	// "fake:model" has a price; "fake:unpriced" has none.
+	prices := pricing.Default()
+	require.NoError(t, prices.Merge([]byte(`{"fake:model": {"input": 1000, "output": 2000}}`)))
+	env.RegisterActivity(&activities.Activities{Tools: reg, Models: h.model, Transcripts: store, Workspace: t.TempDir(), Prices: prices})
 	return h
 }
 

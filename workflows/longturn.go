@@ -146,6 +146,10 @@ type Continued struct {
 	BudgetWaits int       `json:"budget_waits,omitempty"`
 	ToolCalls   int       `json:"tool_calls,omitempty"`
 	StartedAt   time.Time `json:"started_at"`
+	// Cost, Unpriced and UnpricedOK are the turn's cost so far.
+	Cost       float64 `json:"cost,omitempty"`
+	Unpriced   int     `json:"unpriced,omitempty"`
+	UnpricedOK bool    `json:"unpriced_ok,omitempty"`
 }
 
 // CarriedCall is one call of the step a run handed on.
@@ -286,6 +290,9 @@ func (t *turn) continueAsNew(ctx workflow.Context, step []*call) error {
 		BudgetWaits:       t.budgetWaits,
 		ToolCalls:         t.toolCalls,
 		StartedAt:         t.startedAt,
+		Cost:              t.cost,
+		Unpriced:          t.unpriced,
+		UnpricedOK:        t.unpricedOK,
 	}
 	ended := t.calls[:len(t.calls)-len(step)]
 	recent := append(slices.Clone(t.recent), cardsOf(ended)...)
@@ -336,6 +343,7 @@ func (t *turn) restore(c *Continued) error {
 	}
 	t.invalidSignals, t.lastInvalidSignal = c.InvalidSignals, c.LastInvalidSignal
 	t.budget, t.budgetWaits, t.toolCalls, t.startedAt = c.Budget, c.BudgetWaits, c.ToolCalls, c.StartedAt
+	t.cost, t.unpriced, t.unpricedOK = c.Cost, c.Unpriced, c.UnpricedOK
 	t.sent = c.Sent
 	for _, cc := range c.Calls {
 		cl := &call{card: cc.Card, waitingSince: cc.WaitingSince, applied: cc.Applied, runs: cc.Runs, resumed: cc.Card.State.Waiting(), handed: true}

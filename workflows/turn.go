@@ -127,6 +127,11 @@ type turn struct {
 	toolCalls   int
 	startedAt   time.Time
 	lastSpent   Spent
+	// cost sums the priced model calls; unpriced counts the others, and
+	// unpricedOK says a person let the turn go on not knowing their cost.
+	cost       float64
+	unpriced   int
+	unpricedOK bool
 
 	// stop cancels the turn's run from inside (the history guard);
 	// stopReason then says why, where a cancellation would say "cancelled".
@@ -435,6 +440,8 @@ func (t *turn) finish(ctx workflow.Context) (Result, error) {
 		Steps:          t.step,
 		Usage:          t.usage,
 		Budget:         t.budgetState(),
+		Cost:           t.cost,
+		UnpricedCalls:  t.unpriced,
 		InvalidSignals: t.invalidSignals,
 		Workspace:      t.pin,
 	}, nil
@@ -509,6 +516,8 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	}
 	t.usage.InputTokens += res.Response.Usage.InputTokens
 	t.usage.OutputTokens += res.Response.Usage.OutputTokens
+	t.usage.CachedTokens += res.Response.Usage.CachedTokens
+	t.addCost(res.Cost)
 	return reply, nil
 }
 
@@ -584,6 +593,8 @@ func (t *turn) snapshot() State {
 		Omitted:           omitted,
 		Runs:              t.runs(),
 		Budget:            t.budgetState(),
+		Cost:              t.cost,
+		UnpricedCalls:     t.unpriced,
 		Error:             t.failure,
 		InvalidSignals:    t.invalidSignals,
 		LastInvalidSignal: t.lastInvalidSignal,
