@@ -68,6 +68,7 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 		Transcripts: transcripts,
 		Workspace:   ws,
 		Outputs:     outputs,
+		Events:      cfg.Events,
 	}, nil
 }
 

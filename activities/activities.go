@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/storage/transcript"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -51,6 +52,9 @@ type Activities struct {
 	// history and the call's card carry a reference instead. Nil keeps them
 	// inline, and cards then drop them.
 	Outputs OutputStore
+	// Events receives the live events of model calls and tool runs (text
+	// as it streams, tool progress). Nil streams nothing.
+	Events stream.Publisher
 }
 
 // MaxInlineRaw bounds the raw output a tool result and a call's card carry

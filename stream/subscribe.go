@@ -154,3 +154,10 @@ func (s *Subscription) fail(err error) {
 		s.err = err
 	}
 }
+
+// Source is what watchers subscribe through; *NATS is one.
+type Source interface {
+	Subscribe(ctx context.Context, f Filter, after uint64, buffer int) (*Subscription, error)
+}
+
+var _ Source = (*NATS)(nil)

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/tollgate-dev/tollgate/stream"
 )
 
 // Features are what the worker's deployment offers a workflow: whether the
@@ -21,6 +23,9 @@ type Features struct {
 	// calls there. Empty: the workspace is shared (or there is one
 	// worker), and any worker runs them. See doc.go, "Workspace affinity".
 	WorkspaceQueue string `json:"workspace_queue,omitempty"`
+	// Events receives the turns' live events (workflows/events.go); it is
+	// this worker's and never recorded.
+	Events stream.Publisher `json:"-"`
 }
 
 // outsideVersion of the turn's change marker adds what outside systems
