@@ -17,6 +17,9 @@ type liveEvents struct {
 	nats     *stream.NATS
 	embedded *stream.Embedded
 	url      string
+	// urlFile is where the URL was left for the starter (nats-url in the
+	// data directory), removed on Stop.
+	urlFile string
 }
 
 // publisher is the plugin's stream.Publisher: nil without events, so
@@ -45,6 +48,9 @@ func (l *liveEvents) Stop() {
 	if l.embedded != nil {
 		l.embedded.Shutdown()
 	}
+	if l.urlFile != "" {
+		_ = os.Remove(l.urlFile)
+	}
 }
 
 func openLiveEvents(f flags, logger *slog.Logger) (*liveEvents, error) {
@@ -70,5 +76,15 @@ func openLiveEvents(f flags, logger *slog.Logger) (*liveEvents, error) {
 		return nil, err
 	}
 	l.nats = n
+	// The starter, run beside a dev worker, finds the embedded server's
+	// port (a free one, chosen at start) here.
+	if l.embedded != nil {
+		file := filepath.Join(f.dataDir, "nats-url")
+		if err := os.WriteFile(file, []byte(l.url+"\n"), 0o600); err != nil {
+			logger.Warn("Cannot leave the NATS URL for the starter; it will poll turns' state instead", "error", err)
+		} else {
+			l.urlFile = file
+		}
+	}
 	return l, nil
 }
