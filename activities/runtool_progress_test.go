@@ -52,4 +52,3 @@ func TestRunToolForwardsProgress(t *testing.T) {
 	// The SDK throttles what reaches the server; the first goes at once.
 	require.Contains(t, beats, want[0], "the details are the heartbeat's too")
 }
-
