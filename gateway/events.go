@@ -20,10 +20,10 @@ import (
 // scope applies, and a key limited to some users reaches only their turns,
 // as on GET /v1/turns/{id}.
 //
-// A watcher resumes with Last-Event-ID (or ?after=); one that reads too
-// slowly is sent a "lagged" event with the id to resume after and closed,
-// so that the gateway never holds more than Options.EventsBuffer events
-// for it.
+// A watcher resumes with Last-Event-ID (or ?after=). The gateway holds
+// at most Options.EventsBuffer events for a watcher; one that leaves them
+// untaken too long (stream.Config.SlowReader) is sent a "lagged" event
+// with the id to resume after and closed.
 
 // Defaults for the live event options.
 const (
@@ -110,15 +110,19 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 	}
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	write := func(s string) bool {
+	// put writes without flushing; write flushes too. Events that are
+	// already waiting go out in one flush, which is what keeps a fast
+	// reply cheap for many watchers.
+	put := func(s string) bool {
 		if s == "" {
 			return true
 		}
 		_ = rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
-		if _, err := w.Write([]byte(s)); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		_, err := w.Write([]byte(s))
+		return err == nil
+	}
+	write := func(s string) bool {
+		return put(s) && rc.Flush() == nil
 	}
 	if !write(out.start()) {
 		return
@@ -141,6 +145,12 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 					write(out.lagged(lag.ResumeAfter))
 				}
 				return
+			}
+			if len(sub.Events()) > 0 && ev.Type != stream.TypeResult {
+				if !put(out.event(ev)) {
+					return
+				}
+				continue
 			}
 			if !write(out.event(ev)) {
 				return

@@ -88,8 +88,9 @@ type Options struct {
 	Connect *ConnectOptions
 	// Events is the live event log (events.go); nil turns the events
 	// routes off (they answer 503). EventsKeepAlive is how often an idle
-	// stream gets a comment (default 15s); EventsBuffer how many events a
-	// slow watcher may fall behind by before it is closed (default 1024).
+	// stream gets a comment (default 15s); EventsBuffer how many events
+	// are held for a watcher that reads slowly (default 64; a watcher that
+	// leaves them untaken for the source's SlowReader is closed).
 	Events          stream.Source
 	EventsKeepAlive time.Duration
 	EventsBuffer    int

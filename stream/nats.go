@@ -30,6 +30,9 @@ const (
 	// dedupeWindow is how long JetStream remembers event keys: longer
 	// than a workflow task takes to be retried on another worker.
 	dedupeWindow = 5 * time.Minute
+	// DefaultSlowReader: a watcher that takes no event for this long while
+	// events wait is too far behind.
+	DefaultSlowReader = 5 * time.Second
 )
 
 // Config says where events go and how long they are kept.
@@ -52,6 +55,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Name is how the connection shows in the server's monitoring.
 	Name string
+	// SlowReader is how long a subscriber may leave its full buffer
+	// untouched before it is closed with a LaggedError; zero means
+	// DefaultSlowReader.
+	SlowReader time.Duration
 }
 
 func (c *Config) defaults() {
@@ -72,6 +79,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxEventBytes == 0 {
 		c.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if c.SlowReader == 0 {
+		c.SlowReader = DefaultSlowReader
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1

@@ -105,7 +105,7 @@ func TestKeyedEventsAreStoredOnce(t *testing.T) {
 }
 
 func TestASlowReaderIsClosedWithWhereToResume(t *testing.T) {
-	n := connect(t, embedded(t).URL(), Config{})
+	n := connect(t, embedded(t).URL(), Config{SlowReader: 100 * time.Millisecond})
 	ctx := context.Background()
 	for i := range 50 {
 		n.Publish(Event{Type: TypeText, Turn: "t", Text: fmt.Sprint(i)})
@@ -185,4 +185,25 @@ func TestAServerStartedLaterIsUsed(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.Equal(t, "late", next(t, s).Text)
+}
+
+// A reader that keeps reading catches up a backlog many times its buffer:
+// only one that stops is closed.
+func TestAReaderThatKeepsReadingCatchesUp(t *testing.T) {
+	n := connect(t, embedded(t).URL(), Config{SlowReader: 2 * time.Second})
+	ctx := context.Background()
+	for i := range 300 {
+		n.Publish(Event{Type: TypeText, Turn: "t", Text: fmt.Sprint(i)})
+	}
+	require.NoError(t, n.Flush(ctx))
+	s, err := n.Subscribe(ctx, Filter{Turn: "t"}, 0, 4)
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range 300 {
+		if i%50 == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		require.Equal(t, fmt.Sprint(i), next(t, s).Text)
+	}
+	require.NoError(t, s.Err())
 }

@@ -31,13 +31,15 @@ type Filter struct {
 }
 
 // DefaultBuffer is how many events a subscription holds for a reader that
-// is behind before it is closed with a LaggedError.
-const DefaultBuffer = 1024
+// is behind; past it, delivery waits for the reader, up to
+// Config.SlowReader.
+const DefaultBuffer = 64
 
 // Subscription delivers events in order. Read Events until it is closed,
 // then Err says why.
 type Subscription struct {
 	events chan Event
+	stall  time.Duration
 	stop   func()
 	done   chan struct{}
 	mu     sync.Mutex
@@ -63,7 +65,8 @@ func (s *Subscription) Close() {
 
 // Subscribe delivers the events that match f with ids after after (0:
 // from the first event kept). buffer bounds what is held for a slow
-// reader (0: DefaultBuffer).
+// reader (0: DefaultBuffer); a reader that leaves it full for
+// Config.SlowReader is closed with a LaggedError.
 func (n *NATS) Subscribe(ctx context.Context, f Filter, after uint64, buffer int) (*Subscription, error) {
 	if !n.nc.IsConnected() {
 		return nil, ErrUnavailable
@@ -97,12 +100,12 @@ func (n *NATS) Subscribe(ctx context.Context, f Filter, after uint64, buffer int
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(64))
+	it, err := cons.Messages(jetstream.PullMaxMessages(128))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Subscription{events: make(chan Event, buffer), done: make(chan struct{})}
+	s := &Subscription{events: make(chan Event, buffer), stall: n.cfg.SlowReader, done: make(chan struct{})}
 	s.stop = func() {
 		cancel()
 		it.Stop()
@@ -137,11 +140,24 @@ func (s *Subscription) run(ctx context.Context, it jetstream.MessagesContext) {
 		select {
 		case s.events <- ev:
 			last = ev.ID
+			continue
 		default:
-			// The reader holds a full buffer: close it with where to
-			// resume rather than hold more.
+		}
+		// The reader holds a full buffer. Wait for it a while (the pull
+		// from NATS waits meanwhile, so nothing more is held); a reader
+		// that takes nothing for that long is closed with where to
+		// resume.
+		t := time.NewTimer(s.stall)
+		select {
+		case s.events <- ev:
+			t.Stop()
+			last = ev.ID
+		case <-t.C:
 			s.fail(&LaggedError{ResumeAfter: last})
 			it.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
 			return
 		}
 	}
