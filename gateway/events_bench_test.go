@@ -36,7 +36,11 @@ func TestStreamBench(t *testing.T) {
 	e := newEnv(t, envOptions{events: sharedNATS(t)})
 	reader := e.key("bench", []apikey.Scope{apikey.Read})
 
-	const tokens, watchers = 2000, 100
+	const tokens = 2000
+	watchers := 100
+	if n, err := strconv.Atoi(os.Getenv("TOLLGATE_STREAM_BENCH_WATCHERS")); err == nil && n > 0 {
+		watchers = n
+	}
 	sent := make([]time.Time, tokens)
 	start := make(chan struct{})
 	name := fmt.Sprintf("bench-%d", seq.Add(1))
@@ -136,7 +140,7 @@ func TestStreamBench(t *testing.T) {
 	slices.Sort(first)
 	t.Logf("per-delta latency provider→SSE client over %d watchers × %d deltas: p50 %s, p99 %s", watchers, tokens, all[len(all)/2], all[len(all)*99/100])
 	t.Logf("first token: p50 %s, p99 %s", first[len(first)/2], first[len(first)*99/100])
-	t.Logf("CPU of the whole process (worker, NATS, gateway, clients) for the turn: %s, %s per watcher", cpu, cpu/watchers)
+	t.Logf("CPU of the whole process (worker, NATS, gateway, clients) for the turn: %s, %s per watcher", cpu, cpu/time.Duration(watchers))
 
 	// Idle watchers: a parked turn, a thousand streams open on it.
 	parked := e.park("", "one", "ann", 1)
