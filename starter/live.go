@@ -75,6 +75,7 @@ func (c *cli) liveText(ctx context.Context, id string) func() string {
 			case stream.TypeText:
 				if ev.Call != call {
 					call = ev.Call
+					out.endLine()
 					out.live("» ")
 				}
 				text.WriteString(ev.Text)
@@ -90,6 +91,12 @@ func (c *cli) liveText(ctx context.Context, id string) func() string {
 		}
 	}()
 	return func() string {
+		// The turn's result event comes before its workflow ends; give
+		// the text still on its way a moment to arrive.
+		select {
+		case <-done:
+		case <-time.After(liveWait):
+		}
 		sub.Close()
 		<-done
 		n.Close()
@@ -105,6 +112,9 @@ type liveWriter struct {
 	mu  sync.Mutex
 	w   io.Writer
 	mid bool
+	// resumed: a line broke into streamed text, which goes on with a
+	// fresh "» " on the next line.
+	resumed bool
 }
 
 func (l *liveWriter) Write(p []byte) (int, error) {
@@ -112,7 +122,7 @@ func (l *liveWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	if l.mid {
 		_, _ = io.WriteString(l.w, "\n")
-		l.mid = false
+		l.mid, l.resumed = false, true
 	}
 	return l.w.Write(p)
 }
@@ -123,6 +133,10 @@ func (l *liveWriter) live(s string) {
 	if s == "" {
 		return
 	}
+	if l.resumed && s != "» " {
+		_, _ = io.WriteString(l.w, "» ")
+	}
+	l.resumed = false
 	_, _ = io.WriteString(l.w, s)
 	l.mid = !strings.HasSuffix(s, "\n")
 }
@@ -130,6 +144,7 @@ func (l *liveWriter) live(s string) {
 func (l *liveWriter) endLine() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.resumed = false
 	if l.mid {
 		_, _ = io.WriteString(l.w, "\n")
 		l.mid = false

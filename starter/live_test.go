@@ -26,6 +26,7 @@ func TestWatchPrintsStreamedText(t *testing.T) {
 	}
 	pub.Publish(stream.Event{Type: stream.TypeReset, Turn: "T", Call: "5", Step: 1, Attempt: 2})
 	pub.Publish(stream.Event{Type: stream.TypeText, Turn: "T", Call: "5", Step: 1, Text: "Again."})
+	pub.Publish(stream.Event{Type: stream.TypeText, Turn: "T", Call: "9", Step: 2, Text: "Next call."})
 	pub.Publish(stream.Event{Type: stream.TypeText, Turn: "other", Call: "5", Text: "not this turn"})
 	pub.Publish(stream.Event{Type: stream.TypeResult, Turn: "T", Status: "completed"})
 	require.NoError(t, pub.Flush(context.Background()))
@@ -36,7 +37,7 @@ func TestWatchPrintsStreamedText(t *testing.T) {
 	h.env["TOLLGATE_NATS_URL"] = srv.URL()
 	o := h.run("", "watch", "T")
 	require.Equal(t, 0, o.code, o.stderr)
-	require.Contains(t, o.stdout, "» Reading the notes.\n  (the model call is retried; its reply starts again)\n» Again.\n")
+	require.Contains(t, o.stdout, "» Reading the notes.\n  (the model call is retried; its reply starts again)\n» Again.\n» Next call.\n")
 	require.NotContains(t, o.stdout, "not this turn")
 	require.Less(t, strings.Index(o.stdout, "» Again."), strings.Index(o.stdout, "turn T completed"))
 }
@@ -55,4 +56,16 @@ func TestWatchWithoutNATSPolls(t *testing.T) {
 	require.Equal(t, 0, o.code, o.stderr)
 	require.Contains(t, o.stdout, "turn T completed")
 	require.NotContains(t, o.stdout, "»")
+}
+
+// A line printed while streamed text is mid-line breaks it; the text goes
+// on, marked, on the next line.
+func TestLiveWriterKeepsLinesApart(t *testing.T) {
+	var b strings.Builder
+	l := &liveWriter{w: &b}
+	l.live("» Hello")
+	_, _ = l.Write([]byte("✓ a card\n"))
+	l.live(" world")
+	l.endLine()
+	require.Equal(t, "» Hello\n✓ a card\n»  world\n", b.String())
 }
