@@ -74,6 +74,7 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 		Workspace:   ws,
 		Outputs:     outputs,
 		Prices:      prices,
+		Events:      cfg.Events,
 	}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -31,6 +32,22 @@ type Client struct {
 	// embedding program, the dev gateway of `worker --dev`) and has a
 	// free slot; otherwise the start is an ordinary one.
 	EagerStart bool
+	// Live is where Events reads turns' live events (a *stream.NATS on
+	// the workers' NATS); nil means Events is unavailable.
+	Live stream.Source
+}
+
+// Events subscribes to the live events of turn turnID with ids after
+// after (0: from the first event kept): text as the model writes it,
+// tool calls, tool progress, card and status changes, and the result,
+// which is the turn's last event. Read the subscription's Events channel
+// until it closes; a *stream.LaggedError from Err says where to resume.
+// Without a NATS the error wraps stream.ErrUnavailable: poll State then.
+func (c Client) Events(ctx context.Context, turnID string, after uint64) (*stream.Subscription, error) {
+	if c.Live == nil {
+		return nil, fmt.Errorf("tollgate: %w: the client has no event source (Client.Live)", stream.ErrUnavailable)
+	}
+	return c.Live.Subscribe(ctx, stream.Filter{Turn: turnID}, after, 0)
 }
 
 // RejectedError is a response the turn refused: the validator's sentence

@@ -39,6 +39,7 @@ import (
 	"github.com/tollgate-dev/tollgate/storage/codec"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -117,11 +118,16 @@ type Options struct {
 	// needs the same keys: the plugin sets them on the clients and
 	// replayers it configures.
 	Codec *codec.Keyring
+
+	// Events receives the turns' live events: text as the model writes
+	// it, tool calls, card and status changes, results (see
+	// docs/streaming.md). Nil streams nothing; turns run the same.
+	Events stream.Publisher
 }
 
 // features are what the options offer workflows.
 func (o Options) features() workflows.Features {
-	return workflows.Features{SearchAttributes: o.SearchAttributes, Webhooks: len(o.Webhooks.URLs) > 0}
+	return workflows.Features{SearchAttributes: o.SearchAttributes, Webhooks: len(o.Webhooks.URLs) > 0, Events: o.Events}
 }
 
 func (o Options) withDefaults() Options {

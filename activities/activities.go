@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/pricing"
 	"github.com/tollgate-dev/tollgate/storage/transcript"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -58,6 +59,9 @@ type Activities struct {
 	// Prices prices each model call's usage; nil, or a model without a
 	// price, leaves CallModelResult.Cost unset (unknown, not zero).
 	Prices *pricing.Table
+	// Events receives the live events of model calls and tool runs (text
+	// as it streams, tool progress). Nil streams nothing.
+	Events stream.Publisher
 }
 
 // MaxInlineRaw bounds the raw output a tool result and a call's card carry

@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/storage/transcript"
+	"github.com/tollgate-dev/tollgate/stream"
 )
 
 // CallModel heartbeats while it waits for the provider, so that a worker
@@ -42,6 +43,10 @@ type CallModelInput struct {
 	Messages   []results.Message `json:"messages"`
 	Tools      []model.ToolDef   `json:"tools,omitempty"`
 	Params     model.Params      `json:"params,omitempty"`
+	// Step and Session only label the call's live events: the turn's
+	// step this call is for, and the session the turn belongs to.
+	Step    int    `json:"step,omitempty"`
+	Session string `json:"session,omitempty"`
 }
 
 // CallModelResult is the model's reply and the new transcript head, which
@@ -90,7 +95,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 	conv := append(history, in.Messages...)
 	stopBeat := heartbeat(ctx, callModelHeartbeatEvery)
 	defer stopBeat()
-	resp, err := provider.Complete(ctx, model.Request{
+	resp, err := provider.Complete(a.streamTo(ctx, in), model.Request{
 		Model:    name,
 		System:   in.System,
 		Messages: conv,
@@ -143,5 +148,34 @@ func classify(err error) error {
 	}
 	return temporal.NewApplicationErrorWithOptions(e.Error(), ErrTypeModelUnavailable, temporal.ApplicationErrorOptions{
 		NextRetryDelay: e.RetryAfter,
+	})
+}
+
+// streamTo returns ctx with a stream function that publishes the call's
+// deltas as live events. A retried call first says so with a reset event,
+// since the deltas of the attempt before it are void. The activity id
+// names the call: it is unique in the turn's run and kept across retries.
+func (a *Activities) streamTo(ctx context.Context, in CallModelInput) context.Context {
+	if a.Events == nil {
+		return ctx
+	}
+	info := activity.GetInfo(ctx)
+	base := stream.Event{Turn: in.TurnID, Session: in.Session, Call: info.ActivityID, Step: in.Step}
+	if info.Attempt > 1 {
+		ev := base
+		ev.Type, ev.Attempt = stream.TypeReset, int(info.Attempt)
+		a.Events.Publish(ev)
+	}
+	return model.WithStream(ctx, func(d model.Delta) {
+		ev := base
+		switch d.Kind {
+		case model.DeltaText:
+			ev.Type, ev.Text = stream.TypeText, d.Text
+		case model.DeltaToolCall:
+			ev.Type, ev.Index, ev.ToolCallID, ev.ToolName, ev.Arguments = stream.TypeToolCall, d.Index, d.ToolCallID, d.ToolName, d.Arguments
+		default:
+			return
+		}
+		a.Events.Publish(ev)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -33,6 +34,8 @@ type RunToolInput struct {
 	// Execution is the turn's first run id (tool.Call.Execution); empty
 	// from turns older than continue-as-new, whose one run id covers them.
 	Execution string `json:"execution,omitempty"`
+	// Session only labels the run's live events (tool progress).
+	Session string `json:"session,omitempty"`
 }
 
 // RunTool runs a tool and returns its typed outcome. A tool's own failure,
@@ -64,6 +67,7 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 	stopBeat := heartbeat(runCtx, spec.HeartbeatInterval)
 	defer stopBeat()
 
+	runCtx = a.progressTo(runCtx, in)
 	out, err := runRecovered(runCtx, t, tool.Call{
 		TurnID:    in.TurnID,
 		CallID:    in.CallID,
@@ -219,4 +223,22 @@ func (a *Activities) relWorkDir(abs string) (string, error) {
 	// The workspace root is ".", not "": "" on a success means "unchanged",
 	// and a shell that ran `cd ..` back to the root must be able to say so.
 	return rel, nil
+}
+
+// progressTo gives a tool run a context on which stream.Progress records
+// the details as the activity's heartbeat (so Temporal shows them, and a
+// retried attempt can read them) and publishes them as a tool_progress
+// event of the turn.
+func (a *Activities) progressTo(ctx context.Context, in RunToolInput) context.Context {
+	return stream.WithProgress(ctx, func(details any) {
+		activity.RecordHeartbeat(ctx, details)
+		if a.Events == nil {
+			return
+		}
+		b, err := json.Marshal(details)
+		if err != nil {
+			return
+		}
+		a.Events.Publish(stream.Event{Type: stream.TypeToolProgress, Turn: in.TurnID, Session: in.Session, ToolCallID: in.CallID, Progress: b})
+	})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
+	"github.com/tollgate-dev/tollgate/stream"
 )
 
 // Options configure a Server.
@@ -85,6 +86,14 @@ type Options struct {
 	// Connect turns OAuth connections on (connect.go); nil leaves
 	// /v1/connect, /v1/oauth/callback and /v1/connections off.
 	Connect *ConnectOptions
+	// Events is the live event log (events.go); nil turns the events
+	// routes off (they answer 503). EventsKeepAlive is how often an idle
+	// stream gets a comment (default 15s); EventsBuffer how many events
+	// are held for a watcher that reads slowly (default 64; a watcher that
+	// leaves them untaken for the source's SlowReader is closed).
+	Events          stream.Source
+	EventsKeepAlive time.Duration
+	EventsBuffer    int
 }
 
 // Server is the gateway: an http.Handler.
@@ -135,6 +144,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.RespondTimeout <= 0 {
 		opts.RespondTimeout = 10 * time.Second
+	}
+	if opts.EventsKeepAlive <= 0 {
+		opts.EventsKeepAlive = DefaultEventsKeepAlive
+	}
+	if opts.EventsBuffer <= 0 {
+		opts.EventsBuffer = stream.DefaultBuffer
 	}
 	if opts.ListConcurrency <= 0 {
 		opts.ListConcurrency = 16
@@ -211,6 +226,8 @@ func (s *Server) routes() {
 	}))
 	m.Handle("/v1/turns/{id}", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getTurn)})))
 	m.Handle("/v1/turns/{id}/cards", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getCards)})))
+	m.Handle("/v1/turns/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.turnEvents)})))
+	m.Handle("/v1/sessions/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.sessionEvents)})))
 	m.Handle("/v1/turns/{id}/respond", s.api(withTurnID(methods{http.MethodPost: s.requireScope(apikey.Respond, s.respond)})))
 	m.Handle("/v1/links/{token}", s.page(methods{
 		http.MethodGet:  http.HandlerFunc(s.linkPage),

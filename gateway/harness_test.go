@@ -30,6 +30,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/tollgatetest"
 	"github.com/tollgate-dev/tollgate/tool"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -50,6 +51,10 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if server != nil {
 		server.Stop()
+	}
+	if natsSrv != nil {
+		natsSrv.Shutdown()
+		_ = os.RemoveAll(natsDir)
 	}
 	os.Exit(code)
 }
@@ -148,7 +153,14 @@ var prompts = map[string]string{}
 
 type scriptProvider struct{}
 
+// liveModels are models of the events tests written as functions
+// (events_bench_test.go), by name.
+var liveModels sync.Map
+
 func (scriptProvider) Complete(ctx context.Context, req model.Request) (model.Response, error) {
+	if f, ok := liveModels.Load(req.Model); ok {
+		return f.(func(context.Context, model.Request) (model.Response, error))(ctx, req)
+	}
 	m, ok := scripts[req.Model]
 	if !ok {
 		return model.Response{}, &model.Error{Message: "no test script " + req.Model}
@@ -173,6 +185,8 @@ type env struct {
 	worker   worker.Worker
 	pollers  int
 	turns    []string
+	// events is the live event log, when the test asked for one.
+	events *stream.NATS
 }
 
 type envOptions struct {
@@ -181,6 +195,9 @@ type envOptions struct {
 	// pollers, when set, is the worker's workflow task pollers; queries
 	// reach a parked turn through them.
 	pollers int
+	// events is a NATS server's URL: the worker publishes live events
+	// there and the gateway serves them (events_test.go).
+	events string
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -204,7 +221,15 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.respondTimeout == 0 {
 		o.respondTimeout = 10 * time.Second
 	}
+	var source stream.Source
+	if o.events != "" {
+		e.events, err = stream.Connect(stream.Config{URL: o.events})
+		require.NoError(t, err)
+		t.Cleanup(e.events.Close)
+		source = e.events
+	}
 	e.srv, err = gateway.New(gateway.Options{
+		Events:         source,
 		Temporal:       e.caller,
 		TaskQueue:      e.tq,
 		Keys:           e.keys,
@@ -253,6 +278,7 @@ func (e *env) startWorker() {
 		Providers: map[string]tollgate.Provider{"gw": scriptProvider{}},
 		// sharedServer registered them.
 		SearchAttributes: true,
+		Events:           e.publisher(),
 	})
 	require.NoError(e.t, err)
 	c := e.dial()
@@ -301,6 +327,15 @@ func (e *env) park(id, script, user string, calls int) string {
 		return n == calls
 	})
 	return id
+}
+
+// publisher is what the worker publishes live events to: nil without
+// an event log.
+func (e *env) publisher() stream.Publisher {
+	if e.events == nil {
+		return nil
+	}
+	return e.events
 }
 
 func (e *env) hasWorker() bool { return e.worker != nil }

@@ -251,6 +251,7 @@ func (ch *chat) follow(ctx context.Context, turnID string) (workflows.Result, er
 	if err := ch.waitStarted(ctx, turnID); err != nil {
 		return workflows.Result{}, err
 	}
+	stopLive := ch.c.liveText(ctx, turnID)
 	p := ch.c.newPrinter(turnID, true)
 	p.quietHints = true
 	a := &asker{t: ch.s, id: turnID, by: ch.by, out: ch.c.stdout, in: ch.in, p: p, answered: map[string]bool{}}
@@ -263,6 +264,7 @@ func (ch *chat) follow(ctx context.Context, turnID string) (workflows.Result, er
 		}
 		return a.handle(ctx, s)
 	})
+	streamed := stopLive()
 	if err != nil {
 		if errors.Is(err, errNoInput) {
 			return res, fmt.Errorf("%w while turn %s waits for an answer; it keeps waiting: starter chat --session %s", err, turnID, ch.id)
@@ -273,7 +275,8 @@ func (ch *chat) follow(ctx context.Context, turnID string) (workflows.Result, er
 		return res, err
 	}
 	out := ch.c.stdout
-	if res.Text != "" {
+	if res.Text != "" && !strings.HasSuffix(streamed, res.Text) {
+		// Unless it was just printed as it streamed.
 		fmt.Fprintf(out, "agent> %s\n", res.Text)
 	}
 	switch res.Status {

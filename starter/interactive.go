@@ -17,6 +17,8 @@ import (
 // interact is run --interactive: follow the turn, print each card as it
 // changes, and ask at the terminal for every wait, in call order.
 func (c *cli) interact(ctx context.Context, t turns, id, runID, by string) error {
+	stopLive := c.liveText(ctx, id)
+	defer stopLive()
 	p := c.newPrinter(id, true)
 	p.quietHints = true
 	// Under --json stdout carries only JSON lines; the conversation with

@@ -113,11 +113,13 @@ func (c *cli) wait(ctx context.Context, t turns, id, runID string) error {
 // streams JSON lines when lines is set, and otherwise prints only the
 // final Result.
 func (c *cli) watch(ctx context.Context, t turns, id, runID string, lines bool) error {
+	stopLive := c.liveText(ctx, id)
 	p := c.newPrinter(id, lines)
 	res, err := c.follow(ctx, t, id, runID, func(_ context.Context, s workflows.State) error {
 		p.state(s)
 		return nil
 	})
+	stopLive()
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
 	"github.com/tollgate-dev/tollgate/internal/atomicfile"
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
+	"github.com/tollgate-dev/tollgate/stream"
 )
 
 // devGateway is the HTTP gateway `worker --dev` serves beside the embedded
@@ -34,7 +35,7 @@ type devGateway struct {
 	srv *http.Server
 }
 
-func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, logger *slog.Logger, conns connections.Store, ps *oauth.Providers) (*devGateway, error) {
+func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, logger *slog.Logger, conns connections.Store, ps *oauth.Providers, events stream.Source) (*devGateway, error) {
 	if err := gateway.CheckLoopback(addr); err != nil {
 		return nil, fmt.Errorf("the dev gateway serves anonymous requests, so it listens on loopback only: %w", err)
 	}
@@ -55,6 +56,7 @@ func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, lo
 	}
 	handler, err := gateway.New(gateway.Options{
 		Temporal: c, TaskQueue: taskQueue, Keys: keys, Links: signer, Dev: true, Addr: addr, Logger: logger, Connect: devConnect(conns, ps),
+		Events: events,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build the dev gateway: %w", err)

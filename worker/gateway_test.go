@@ -20,7 +20,7 @@ func TestDevGatewayHasTheStandaloneTimeouts(t *testing.T) {
 	c, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
 	defer c.Close()
-	gw, err := startDevGateway("127.0.0.1:0", t.TempDir(), c, "tollgate", slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
+	gw, err := startDevGateway("127.0.0.1:0", t.TempDir(), c, "tollgate", slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil, nil)
 	require.NoError(t, err)
 	defer gw.Stop()
 	standalone, err := gateway.New(gateway.Options{Temporal: c, Addr: "127.0.0.1:0"})

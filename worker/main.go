@@ -61,6 +61,8 @@ type flags struct {
 	// allowRootShell offers the shell tool on a root worker; see
 	// rootshell.go.
 	allowRootShell bool
+	// natsURL is where live events go (events.go).
+	natsURL string
 }
 
 func main() {
@@ -75,6 +77,7 @@ func main() {
 	flag.StringVar(&f.workspace, "workspace", envOr("TOLLGATE_WORKSPACE", "workspace"), "directory the file and shell tools are confined to (TOLLGATE_WORKSPACE)")
 	flag.StringVar(&f.dataDir, "data", datadir.FromEnv(os.Getenv), "data directory: stored payloads, transcripts, connections, the dev database (TOLLGATE_DATA)")
 	flag.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	flag.StringVar(&f.natsURL, "nats-url", os.Getenv("TOLLGATE_NATS_URL"), "NATS `url` for turns' live events (TOLLGATE_NATS_URL); with --dev and none, a NATS server runs in this process")
 	flag.StringVar(&f.gatewayAddr, "gateway-addr", "127.0.0.1:8080", "with --dev, where the HTTP gateway and inbox listen (loopback only; empty turns it off)")
 	flag.StringVar(&f.searchAttributes, "search-attributes", "auto", "keep Tollgate's search attributes current: auto (when the server has them), on, off")
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
@@ -196,6 +199,11 @@ func run(f flags, logger *slog.Logger) error {
 		return err
 	}
 	defer closeMCP()
+	events, err := openLiveEvents(f, logger)
+	if err != nil {
+		return err
+	}
+	defer events.Stop()
 	plugin, err := tollgate.NewPlugin(tollgate.Options{
 		DataDir: f.dataDir, Workspace: f.workspace, Models: models,
 		Builtins:         builtinsFor(os.Geteuid(), f.allowRootShell, logger),
@@ -206,6 +214,7 @@ func run(f flags, logger *slog.Logger) error {
 		Webhooks:         hooks,
 		Connections:      conns,
 		Tools:            mcpTools,
+		Events:           events.publisher(),
 	})
 	if err != nil {
 		return err
@@ -229,12 +238,12 @@ func run(f flags, logger *slog.Logger) error {
 
 	var gw *devGateway
 	if f.dev && f.gatewayAddr != "" {
-		if gw, err = startDevGateway(f.gatewayAddr, f.dataDir, c, f.taskQueue, logger, conns, oauthProviders); err != nil {
+		if gw, err = startDevGateway(f.gatewayAddr, f.dataDir, c, f.taskQueue, logger, conns, oauthProviders, events.source()); err != nil {
 			return err
 		}
 		defer gw.Stop()
 	}
-	printBanner(f, plugin.Workspace(), uiURL, gw)
+	printBanner(f, plugin.Workspace(), uiURL, gw, events)
 	<-ctx.Done()
 	logger.Info("Shutting down")
 	return nil
@@ -263,7 +272,7 @@ func useSearchAttributes(ctx context.Context, c client.Client, f flags, logger *
 	return true
 }
 
-func printBanner(f flags, workspace, uiURL string, gw *devGateway) {
+func printBanner(f flags, workspace, uiURL string, gw *devGateway, events *liveEvents) {
 	address := f.address
 	if address == "" {
 		address = envOr("TEMPORAL_ADDRESS", client.DefaultHostPort)
@@ -275,6 +284,9 @@ func printBanner(f flags, workspace, uiURL string, gw *devGateway) {
 	if gw != nil {
 		ui += fmt.Sprintf("  Gateway, inbox   %s/inbox  (dev mode: loopback only; same-origin requests without a key act as %q)\n", gw.url, gateway.DevPrincipal)
 		ui += fmt.Sprintf("  Dev API key      %s\n", gw.key)
+	}
+	if events != nil {
+		ui += fmt.Sprintf("  Live events      %s  (TOLLGATE_NATS_URL for more workers and gateways)\n", events.url)
 	}
 	fmt.Fprintf(os.Stderr, `
 Tollgate worker ready.

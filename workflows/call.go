@@ -293,7 +293,7 @@ func (t *turn) execute(ctx workflow.Context, c *call) {
 		Arguments: c.card.EffectiveArguments(),
 		Resume:    c.resume,
 		WorkDir:   t.workDir,
-		User:      t.in.User,
+		User:      t.in.User, Session: t.streamSession(),
 	}
 	if t.long() {
 		in.Execution = workflow.GetInfo(ctx).FirstRunID

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/tollgate-dev/tollgate/stream"
 )
 
 // Features are what the worker's deployment offers a workflow: whether the
@@ -27,6 +29,9 @@ type Features struct {
 	// across the fleet. A provider without an entry stays on the turn's
 	// queue.
 	ModelQueues map[string]string `json:"model_queues,omitempty"`
+	// Events receives the turns' live events (workflows/events.go); it is
+	// this worker's and never recorded.
+	Events stream.Publisher `json:"-"`
 }
 
 // outsideVersion of the turn's change marker adds what outside systems

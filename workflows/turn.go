@@ -137,6 +137,7 @@ type turn struct {
 	// stopReason then says why, where a cancellation would say "cancelled".
 	stop       workflow.CancelFunc
 	stopReason string
+	events     *liveEvents
 }
 
 func (t *turn) hardened() bool { return t.v >= hardeningVersion }
@@ -214,6 +215,7 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 		}
 	}
 	workflow.Go(ctx, t.receiveSignals)
+	t.startEvents(ctx, f)
 	t.publish(ctx)
 
 	t.conv = append(t.conv, t.in.Messages...)
@@ -403,6 +405,7 @@ func (t *turn) setupFailed(ctx workflow.Context, err error) {
 // handler and webhook delivery finish.
 func (t *turn) announceEnd(ctx workflow.Context) error {
 	t.publish(ctx)
+	t.streamEnd(ctx)
 	t.countEnd(ctx)
 	t.emit(ctx, webhook.TypeTurnEnded, "", nil)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && t.deliveries == 0 }); err != nil {
@@ -480,6 +483,7 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 		Messages:   t.conv[t.sent:],
 		Tools:      t.defs,
 		Params:     t.in.Params,
+		Step:       t.step, Session: t.streamSession(),
 	}
 	var res activities.CallModelResult
 	err := workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)

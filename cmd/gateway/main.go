@@ -27,6 +27,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/internal/telemetry"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -113,6 +114,7 @@ type serveFlags struct {
 	dev                         bool
 	respondTimeout              time.Duration
 	logLevel                    string
+	natsURL                     string
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
@@ -126,6 +128,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	fs.StringVar(&f.dataDir, "data", datadir.FromEnv(getenv), "the workers' data `directory`, for large payloads (TOLLGATE_DATA)")
 	fs.StringVar(&f.listen, "listen", or(getenv("TOLLGATE_GATEWAY_LISTEN"), "127.0.0.1:8080"), "`address` to serve on (TOLLGATE_GATEWAY_LISTEN)")
 	fs.StringVar(&f.hosts, "hosts", getenv("TOLLGATE_GATEWAY_HOSTS"), "comma-separated host `names` browsers reach the gateway by, such as its public name behind a proxy; when set (always with --dev), requests naming any other Host, besides the listen address and localhost on its port, get 421, which stops DNS rebinding (TOLLGATE_GATEWAY_HOSTS; TOLLGATE_GATEWAY_URL's host joins them)")
+	fs.StringVar(&f.natsURL, "nats-url", getenv("TOLLGATE_NATS_URL"), "NATS `url` the workers publish live events to; serves /v1/turns/{id}/events (TOLLGATE_NATS_URL)")
 	fs.StringVar(&f.keys, "keys", getenv("TOLLGATE_GATEWAY_KEYS"), "API keys `file` (TOLLGATE_GATEWAY_KEYS); see `gateway keys add`")
 	fs.StringVar(&f.linkSecret, "link-secret-file", getenv("TOLLGATE_LINK_SECRET_FILE"), "`file` with the secret one-click links, connect links and sign-in states are signed with; unset turns /v1/links off (TOLLGATE_LINK_SECRET_FILE)")
 	fs.StringVar(&f.oauthProviders, "oauth-providers", getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file`: turns on the connect flow (/v1/connect, /v1/oauth/callback, DELETE /v1/connections); needs --link-secret-file and the workers' --data (TOLLGATE_OAUTH_PROVIDERS)")
@@ -186,6 +189,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 		return err
 	}
 	opts.Connect = connect
+	if f.natsURL != "" {
+		events, err := stream.Connect(stream.Config{URL: f.natsURL, Logger: logger, Name: "tollgate-gateway"})
+		if err != nil {
+			return err
+		}
+		defer events.Close()
+		opts.Events = events
+	}
 	if f.sessionSecret != "" {
 		secret, err := signedtoken.LoadSecret(f.sessionSecret)
 		if err != nil {

@@ -76,12 +76,18 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 		return model.Response{}, &model.Error{Message: "anthropic: " + err.Error()}
 	}
 	capture := &apierr.Capture{}
+	if model.Streaming(ctx) {
+		return p.stream(ctx, params, capture)
+	}
 	msg, err := p.client.Messages.New(ctx, params, option.WithMiddleware(capture.Middleware))
 	if err != nil {
-		c := apierr.Classifier{Provider: "anthropic", KeyVar: KeyVar, Secrets: []string{p.cfg.APIKey}}
-		return model.Response{}, c.Classify(err, capture)
+		return model.Response{}, p.classifier().Classify(err, capture)
 	}
 	return fromMessage(msg), nil
+}
+
+func (p *Provider) classifier() apierr.Classifier {
+	return apierr.Classifier{Provider: "anthropic", KeyVar: KeyVar, Secrets: []string{p.cfg.APIKey}}
 }
 
 func toParams(req model.Request) (anthropic.MessageNewParams, error) {

@@ -96,6 +96,9 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 		return model.Response{}, &model.Error{Message: "openai: " + err.Error()}
 	}
 	capture := &apierr.Capture{}
+	if model.Streaming(ctx) {
+		return p.stream(ctx, params, capture)
+	}
 	completion, err := p.client.Chat.Completions.New(ctx, params, option.WithMiddleware(capture.Middleware))
 	if err != nil {
 		return model.Response{}, p.classifier().Classify(err, capture)

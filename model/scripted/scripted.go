@@ -31,6 +31,12 @@
 // "arguments_raw", a string sent exactly as written, to play a model that
 // writes malformed JSON.
 //
+// "pace_ms" (top level, optional) is the pause, in milliseconds, before
+// each piece of a reply when someone watches the turn: with a stream
+// function on the context (model.WithStream) the text is sent a word at a
+// time and tool arguments a few bytes at a time, so a demo visibly streams.
+// Nobody watching, or no pace, means no pause; the reply is the same.
+//
 // "expect" checks what the reply is answering; every field is optional:
 //   - "last_role": the role of the last message sent (user, tool, ...).
 //   - "contains": a substring of the text of the messages since the last
@@ -65,6 +71,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
@@ -75,6 +82,8 @@ type Script struct {
 	// Name is how errors refer to the script: "demo" or the file path.
 	Name    string  `json:"-"`
 	Replies []Reply `json:"replies"`
+	// PaceMS is the pause before each streamed piece.
+	PaceMS int `json:"pace_ms,omitempty"`
 }
 
 // Reply is one assistant turn.
@@ -199,6 +208,9 @@ func Parse(name string, data []byte) (*Script, error) {
 	if len(s.Replies) == 0 {
 		return nil, fmt.Errorf("script %s has no replies", name)
 	}
+	if s.PaceMS < 0 || s.PaceMS > 10_000 {
+		return nil, fmt.Errorf("script %s: pace_ms must be between 0 and 10000", name)
+	}
 	ids := map[string]string{}
 	for i := range s.Replies {
 		r := &s.Replies[i]
@@ -244,17 +256,28 @@ func Parse(name string, data []byte) (*Script, error) {
 // Provider plays one script.
 type Provider struct {
 	script *Script
+	pace   time.Duration
 }
 
 var _ model.Provider = (*Provider)(nil)
 
 // New returns a Provider for a parsed script.
-func New(s *Script) *Provider { return &Provider{script: s} }
+func New(s *Script) *Provider {
+	return &Provider{script: s, pace: time.Duration(s.PaceMS) * time.Millisecond}
+}
+
+// WithPace returns a copy of p that pauses d before each streamed piece,
+// whatever the script says.
+func (p *Provider) WithPace(d time.Duration) *Provider {
+	c := *p
+	c.pace = d
+	return &c
+}
 
 // Complete plays the reply for this point of the conversation. The model
 // name in the request is ignored: the script was chosen when the provider
 // was resolved.
-func (p *Provider) Complete(_ context.Context, req model.Request) (model.Response, error) {
+func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Response, error) {
 	s := p.script
 	turns, last := 0, -1
 	for i, m := range req.Messages {
@@ -282,6 +305,11 @@ func (p *Provider) Complete(_ context.Context, req model.Request) (model.Respons
 		}
 		msg.ToolCalls = append(msg.ToolCalls, results.ToolCall{ID: c.ID, Name: c.Name, Arguments: args})
 		out += len(c.Name) + len(args)
+	}
+	if model.Streaming(ctx) {
+		if err := p.stream(ctx, msg); err != nil {
+			return model.Response{}, err
+		}
 	}
 	stop := model.StopEnd
 	if len(msg.ToolCalls) > 0 {

@@ -1,0 +1,212 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/tollgate-dev/tollgate/stream"
+)
+
+// Live events: GET /v1/turns/{id}/events and GET /v1/sessions/{id}/events
+// as Server-Sent Events, from the event log (stream.Source). The read
+// scope applies, and a key limited to some users reaches only their turns,
+// as on GET /v1/turns/{id}.
+//
+// A watcher resumes with Last-Event-ID (or ?after=). The gateway holds
+// at most Options.EventsBuffer events for a watcher; one that leaves them
+// untaken too long (stream.Config.SlowReader) is sent a "lagged" event
+// with the id to resume after and closed.
+
+// Defaults for the live event options.
+const (
+	DefaultEventsKeepAlive = 15 * time.Second
+	// eventsWriteTimeout is how long one write to a watcher may take
+	// before the watcher is given up on: its connection is stuck.
+	eventsWriteTimeout = 10 * time.Second
+	// closedTurnIdle ends the stream of a turn that had already ended
+	// when no more events come: what was kept has been sent.
+	closedTurnIdle = 2 * time.Second
+)
+
+// AISDKHeader is the header the Vercel AI SDK's UI message stream
+// protocol answers with.
+const AISDKHeader = "x-vercel-ai-ui-message-stream"
+
+func (s *Server) turnEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.serveEvents(w, r, id, stream.Filter{Turn: id}, true)
+}
+
+func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.serveEvents(w, r, id, stream.Filter{Session: id}, false)
+}
+
+// eventWriter writes events in one of the two formats.
+type eventWriter interface {
+	start() string
+	event(ev stream.Event) string
+	// end is what closes a stream that is complete (the turn ended).
+	end() string
+	lagged(after uint64) string
+}
+
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, f stream.Filter, isTurn bool) {
+	if s.opts.Events == nil {
+		fail(w, r, http.StatusServiceUnavailable, "live events are off on this gateway (it has no NATS); poll GET /v1/turns/{id} for the turn's state instead")
+		return
+	}
+	after, err := resumeAfter(r)
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	var out eventWriter
+	switch format := r.URL.Query().Get("format"); format {
+	case "", "tollgate":
+		out = sseWriter{}
+	case "ai-sdk":
+		out = &aisdkWriter{message: id}
+	default:
+		fail(w, r, http.StatusBadRequest, fmt.Sprintf("format %q is not known; use tollgate (the default) or ai-sdk", format))
+		return
+	}
+	what := "session"
+	if isTurn {
+		what = "turn"
+	}
+	dctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+	ref, err := s.describeTurn(dctx, id, "")
+	cancel()
+	if err == nil && principal(r).Limited() && !principal(r).Reaches(ref.user) {
+		err = serviceerror.NewNotFound(what + " not reachable by this key")
+	}
+	if err != nil {
+		s.temporalFailure(w, r, "read the "+what, err)
+		return
+	}
+	sub, err := s.opts.Events.Subscribe(r.Context(), f, after, s.opts.EventsBuffer)
+	if err != nil {
+		s.log.Warn("Live events unavailable", "error", err)
+		w.Header().Set("Retry-After", retryAfter)
+		fail(w, r, http.StatusServiceUnavailable, fmt.Sprintf("live events are unavailable right now; poll GET /v1/turns/{id} for the %s's state, or try again later", what))
+		return
+	}
+	defer sub.Close()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	if _, ok := out.(*aisdkWriter); ok {
+		h.Set(AISDKHeader, "v1")
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	// put writes without flushing; write flushes too. Events that are
+	// already waiting go out in one flush, which is what keeps a fast
+	// reply cheap for many watchers.
+	put := func(s string) bool {
+		if s == "" {
+			return true
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
+		_, err := w.Write([]byte(s))
+		return err == nil
+	}
+	write := func(s string) bool {
+		return put(s) && rc.Flush() == nil
+	}
+	if !write(out.start()) {
+		return
+	}
+	keep := time.NewTicker(s.opts.EventsKeepAlive)
+	defer keep.Stop()
+	// A turn that has ended gets what was kept of its events, then the end.
+	var idle <-chan time.Time
+	if !ref.open {
+		t := time.NewTimer(closedTurnIdle)
+		defer t.Stop()
+		idle = t.C
+	}
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				var lag *stream.LaggedError
+				if errors.As(sub.Err(), &lag) {
+					write(out.lagged(lag.ResumeAfter))
+				}
+				return
+			}
+			if len(sub.Events()) > 0 && ev.Type != stream.TypeResult {
+				if !put(out.event(ev)) {
+					return
+				}
+				continue
+			}
+			if !write(out.event(ev)) {
+				return
+			}
+			if isTurn && ev.Type == stream.TypeResult {
+				write(out.end())
+				return
+			}
+		case <-idle:
+			write(out.end())
+			return
+		case <-keep.C:
+			if !write(": keep-alive\n\n") {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// resumeAfter reads the id to resume after: the Last-Event-ID header an
+// EventSource sends on reconnecting, or ?after= for other clients. An
+// EventSource reconnects to the URL it was given, ?after= included, so the
+// later of the two wins.
+func resumeAfter(r *http.Request) (uint64, error) {
+	var after uint64
+	for name, v := range map[string]string{"Last-Event-ID": r.Header.Get("Last-Event-ID"), "after": r.URL.Query().Get("after")} {
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s must be the id of an event (a whole number), not %q", name, v)
+		}
+		after = max(after, n)
+	}
+	return after, nil
+}
+
+// sseWriter is Tollgate's own format: each event is an SSE event named by
+// its type, with its id, and the event as JSON.
+type sseWriter struct{}
+
+func (sseWriter) start() string { return "retry: 2000\n\n" }
+
+func (sseWriter) event(ev stream.Event) string {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, b)
+}
+
+func (sseWriter) end() string { return "event: end\ndata: {}\n\n" }
+
+func (sseWriter) lagged(after uint64) string {
+	return fmt.Sprintf("event: lagged\ndata: {\"resume_after\":%d}\n\n", after)
+}

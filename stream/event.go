@@ -1,0 +1,102 @@
+// Package stream carries the live events of turns and sessions: text as
+// the model writes it, tool calls as it emits them, tool progress, card
+// changes, status changes and the result. Events travel over NATS
+// JetStream, one subject per turn, kept for a bounded time and size, so a
+// watcher that reconnects resumes from the last event id it saw.
+//
+// Streaming is best effort and outside workflow history: publishing never
+// fails a turn and never waits for NATS, and a turn whose events were
+// lost still has its whole state in the workflow (the state query, the
+// result). Nothing here is recorded by Temporal.
+package stream
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// Type says what an Event carries.
+type Type string
+
+const (
+	// TypeText is a piece of a model call's reply text.
+	TypeText Type = "text"
+	// TypeToolCall is a piece of a tool call as the model emits it: the
+	// first piece of a call has its id and name, later ones pieces of its
+	// arguments.
+	TypeToolCall Type = "tool_call"
+	// TypeReset says a model call is being tried again: the text and tool
+	// call pieces it sent so far are void, and its new pieces follow.
+	TypeReset Type = "reset"
+	// TypeToolProgress is what a running tool reported about its progress.
+	TypeToolProgress Type = "tool_progress"
+	// TypeCard is a call's card after a change (waiting, running, done).
+	TypeCard Type = "card"
+	// TypeStatus is the turn's status after a change.
+	TypeStatus Type = "status"
+	// TypeResult is the turn's result; it is the turn's last event.
+	TypeResult Type = "result"
+)
+
+// Event is one thing that happened in a turn.
+type Event struct {
+	// ID is the event's position in the event log: it increases with
+	// every event of a turn (and of a session), though not by one, and is
+	// what a watcher resumes after. Publishers leave it zero.
+	ID      uint64    `json:"id"`
+	Type    Type      `json:"type"`
+	Turn    string    `json:"turn"`
+	Session string    `json:"session,omitempty"`
+	Time    time.Time `json:"time"`
+
+	// Call names the model call that text, tool_call and reset events
+	// belong to; it stays the same when that call is retried. Step is the
+	// turn's step the call is for (1 for the first model call).
+	Call    string `json:"call,omitempty"`
+	Step    int    `json:"step,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+
+	// Text is a text event's piece of the reply.
+	Text string `json:"text,omitempty"`
+
+	// Index, ToolCallID, ToolName and Arguments are a tool_call event's
+	// piece (Index tells apart parallel calls of one reply). ToolCallID
+	// also names the call that a tool_progress event is about.
+	Index      int    `json:"index,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	ToolName   string `json:"tool_name,omitempty"`
+	Arguments  string `json:"arguments,omitempty"`
+
+	// Progress is what the tool reported, as JSON.
+	Progress json.RawMessage `json:"progress,omitempty"`
+
+	// Card is a card event's card.
+	Card *results.Card `json:"card,omitempty"`
+
+	// Status is a status or result event's turn status.
+	Status string `json:"status,omitempty"`
+
+	// Result is a result event's turn result, as the result endpoint
+	// returns it.
+	Result json.RawMessage `json:"result,omitempty"`
+
+	// Key, when set, makes publishing idempotent: a second event with the
+	// same key within the dedupe window is dropped by JetStream. The
+	// workflow's events use it, since a workflow task that is run again
+	// after a crash publishes them again.
+	Key string `json:"-"`
+}
+
+// Publisher sends events. Publish never blocks for long and never fails
+// the caller: an event that cannot be sent is dropped and counted.
+type Publisher interface {
+	Publish(Event)
+}
+
+// Discard is a Publisher that drops everything: streaming off.
+type Discard struct{}
+
+// Publish drops ev.
+func (Discard) Publish(Event) {}
