@@ -302,6 +302,7 @@ func fromMessage(m *anthropic.Message) model.Response {
 			// were still read.
 			InputTokens:  int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens),
 			OutputTokens: int(u.OutputTokens),
+			CachedTokens: int(u.CacheReadInputTokens),
 		},
 	}
 }

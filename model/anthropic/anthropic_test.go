@@ -187,7 +187,7 @@ func TestResponse(t *testing.T) {
 					},
 				},
 				StopReason: model.StopToolCalls,
-				Usage:      model.Usage{InputTokens: 200, OutputTokens: 64},
+				Usage:      model.Usage{InputTokens: 200, OutputTokens: 64, CachedTokens: 50},
 			},
 		},
 		{

@@ -86,7 +86,7 @@ func TestStreamReturnsTheSameResponseAsTheUnstreamedCall(t *testing.T) {
 	got, err := p.Complete(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
-	require.Equal(t, model.Usage{InputTokens: 42, OutputTokens: 17}, got.Usage)
+	require.Equal(t, model.Usage{InputTokens: 42, OutputTokens: 17, CachedTokens: 2}, got.Usage)
 	require.Equal(t, model.StopToolCalls, got.StopReason)
 
 	var sent map[string]any

@@ -300,6 +300,7 @@ func (p *Provider) fromCompletion(c *openai.ChatCompletion) (model.Response, err
 		Usage: model.Usage{
 			InputTokens:  int(c.Usage.PromptTokens),
 			OutputTokens: int(c.Usage.CompletionTokens),
+			CachedTokens: int(c.Usage.PromptTokensDetails.CachedTokens),
 		},
 	}, nil
 }

@@ -97,7 +97,7 @@ const parallelReply = `{
     "logprobs": null,
     "finish_reason": "tool_calls"
   }],
-  "usage": {"prompt_tokens": 82, "completion_tokens": 17, "total_tokens": 99},
+  "usage": {"prompt_tokens": 82, "completion_tokens": 17, "total_tokens": 99, "prompt_tokens_details": {"cached_tokens": 64}},
   "service_tier": "default",
   "system_fingerprint": null
 }`
@@ -223,7 +223,7 @@ func TestResponse(t *testing.T) {
 					{ID: "call_bad", Name: "read_file", Arguments: `{"path": "unterminated`},
 				}},
 				StopReason: model.StopToolCalls,
-				Usage:      model.Usage{InputTokens: 82, OutputTokens: 17},
+				Usage:      model.Usage{InputTokens: 82, OutputTokens: 17, CachedTokens: 64},
 			},
 		},
 		{
