@@ -19,22 +19,6 @@ func oneEchoPerStep(n int) []results.Message {
 	return append(out, results.AssistantText("done"))
 }
 
-func card(cards []results.Card, id string) (results.Card, bool) {
-	for _, c := range cards {
-		if c.CallID == id {
-			return c, true
-		}
-	}
-	return results.Card{}, false
-}
-
-func mustCard(t *testing.T, cards []results.Card, id string) results.Card {
-	t.Helper()
-	c, ok := card(cards, id)
-	require.True(t, ok, "no card %s", id)
-	return c
-}
-
 func TestBudgetStopEndsTheTurnBudgetExhausted(t *testing.T) {
 	h := newHarness(t, oneEchoPerStep(5)...)
 	res := h.run(t, Input{Prompt: "p", Tools: []string{"echo"}, Policy: Policy{Budget: Budget{ToolCalls: 3}, OnBudget: OnBudgetStop}})

@@ -73,6 +73,23 @@ func calls(text string, cs ...results.ToolCall) results.Message {
 	return m
 }
 
+// card finds a call's card by id.
+func card(cards []results.Card, id string) (results.Card, bool) {
+	for _, c := range cards {
+		if c.CallID == id {
+			return c, true
+		}
+	}
+	return results.Card{}, false
+}
+
+func mustCard(t *testing.T, cards []results.Card, id string) results.Card {
+	t.Helper()
+	c, ok := card(cards, id)
+	require.True(t, ok, "no card %s", id)
+	return c
+}
+
 func tc(id, name, args string) results.ToolCall {
 	return results.ToolCall{ID: id, Name: name, Arguments: args}
 }
