@@ -97,16 +97,16 @@ func validateBudget(p Policy) error {
 	return nil
 }
 
-// spent is what the turn has used so far, counting from when it started
-// (in its first run).
-func (t *turn) spent(ctx workflow.Context) Spent {
+// spentAt is what the turn has used by now, its wall time counted from
+// when its first run began.
+func (t *turn) spentAt(now time.Time) Spent {
 	return Spent{
 		Tokens:     t.usage.InputTokens + t.usage.OutputTokens,
 		Cost:       t.cost,
 		Unpriced:   t.unpricedUnasked(),
 		ModelCalls: t.step,
 		ToolCalls:  t.toolCalls,
-		WallTime:   Duration(workflow.Now(ctx).Sub(t.startedAt)),
+		WallTime:   Duration(now.Sub(t.startedAt)),
 	}
 }
 
@@ -143,7 +143,7 @@ func (t *turn) checkBudget(ctx workflow.Context) bool {
 	if !t.long() || t.budget.empty() {
 		return true
 	}
-	spent := t.spent(ctx)
+	spent := t.spentAt(workflow.Now(ctx))
 	t.lastSpent = spent
 	reached := overBudget(t.budget, spent)
 	if len(reached) == 0 {
@@ -159,13 +159,8 @@ func (t *turn) checkBudget(ctx workflow.Context) bool {
 	asked := c.card.Interrupt
 	t.wait(ctx, c)
 	if c.card.State != results.StateRunning {
+		// Denied, timed out or cancelled: the wait refused the card.
 		t.failure = summary + "; " + c.card.Reason
-		if c.card.Reason == "" && c.card.Failure != nil {
-			t.failure = summary + "; " + c.card.Failure.Message
-		}
-		if c.card.State != results.StateRefused {
-			c.refuse(c.card.Reason)
-		}
 		return false
 	}
 	raised := t.budget
@@ -247,8 +242,10 @@ func (t *turn) validateBudgetAnswer(c *call, args json.RawMessage) error {
 	if err := json.Unmarshal(args, &b); err != nil {
 		return fmt.Errorf("the new budget cannot be read: %v", err)
 	}
-	// Wall time as of the wait's start: a validator has no clock.
-	spent := Spent{Tokens: t.usage.InputTokens + t.usage.OutputTokens, Cost: t.cost, ModelCalls: t.step, ToolCalls: t.toolCalls, WallTime: Duration(c.waitingSince.Sub(t.startedAt))}
+	// Wall time as of the wait's start: a validator has no clock. Calls of
+	// unknown cost do not count: approving goes on knowing about them.
+	spent := t.spentAt(c.waitingSince)
+	spent.Unpriced = 0
 	if reached := overBudget(b, spent); len(reached) > 0 {
 		return fmt.Errorf("the new budget is used up already (%s); raise it above what the turn used", strings.Join(reached, ", "))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -303,7 +304,7 @@ func (t *turn) continueAsNew(ctx workflow.Context, step []*call) error {
 		recent = recent[n:]
 	}
 	c.Recent = recent
-	ids := t.earlierIDs.clone()
+	ids := maps.Clone(t.earlierIDs)
 	for _, e := range ended {
 		ids.add(e.card.CallID)
 	}
@@ -410,7 +411,7 @@ func (t *turn) shownCards() ([]results.Card, *CardCounts) {
 		return append(slices.Clone(t.recent), t.cards()...), nil
 	}
 	omitted := t.earlier
-	omitted.ByState = maps(t.earlier.ByState)
+	omitted.ByState = maps.Clone(t.earlier.ByState)
 	cut := all - stateCards
 	var out []results.Card
 	for i, card := range t.recent {
@@ -428,18 +429,6 @@ func (t *turn) shownCards() ([]results.Card, *CardCounts) {
 		out = append(out, c.card)
 	}
 	return out, &omitted
-}
-
-func maps(m map[results.State]int) map[results.State]int {
-	if m == nil {
-		return nil
-	}
-	out := make(map[results.State]int, len(m))
-	//workflowcheck:ignore copying a map does not depend on its order
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // cardsPage answers the cards query from this run's calls.
@@ -479,15 +468,6 @@ func (s idSet) has(id string) bool {
 }
 
 func (s idSet) add(id string) { s[idHash(id)] = struct{}{} }
-
-func (s idSet) clone() idSet {
-	out := make(idSet, len(s))
-	//workflowcheck:ignore copying a set does not depend on its order
-	for k := range s {
-		out[k] = struct{}{}
-	}
-	return out
-}
 
 // encode writes the set sorted, so the same set is always the same text.
 func (s idSet) encode() string {

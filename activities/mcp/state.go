@@ -65,10 +65,9 @@ const stateVersion = 2
 // model gives its calls the same ids again, so answers people gave the
 // old run would be handed to the new one's server.
 type callKey struct {
-	// Execution names the turn's chain of runs (tool.Call.Execution, or
-	// the run id for a turn from before continue-as-new; "" outside an
-	// activity), so a call parked across a continue-as-new finds its
-	// record, and a new turn under an old id never does.
+	// Execution names the turn's chain of runs (tool.Call.Execution; ""
+	// outside an activity), so a call parked across a continue-as-new
+	// finds its record, and a new turn under an old id never does.
 	Execution string `json:"execution,omitempty"`
 	Turn      string `json:"turn"`
 	Call      string `json:"call"`

@@ -142,13 +142,7 @@ func (t *mcpTool) Spec() tool.Spec { return t.spec }
 // documentation for how elicitation and authorization map onto the
 // turn's waits.
 func (t *mcpTool) Run(ctx context.Context, call tool.Call) (results.Outcome, error) {
-	r := runOf(ctx)
-	if r != (activityRun{}) && call.Execution != "" {
-		// The chain's id: a call parked across a continue-as-new finds
-		// the record its earlier runs saved.
-		r.execution = call.Execution
-	}
-	return t.run(ctx, call, r)
+	return t.run(ctx, call, runOf(ctx, call))
 }
 
 // run is Run for the activity run r (zero outside an activity).
@@ -512,11 +506,12 @@ func (r activityRun) String() string {
 }
 
 // runOf is the activity run of ctx; outside an activity (a test calling
-// Run) there is none.
-func runOf(ctx context.Context) activityRun {
+// Run) there is none. The execution is the turn's chain (RunTool sets
+// call.Execution), so a call parked across a continue-as-new finds the
+// record its earlier runs saved.
+func runOf(ctx context.Context, call tool.Call) activityRun {
 	if !activity.IsActivity(ctx) {
 		return activityRun{}
 	}
-	info := activity.GetInfo(ctx)
-	return activityRun{execution: info.WorkflowExecution.RunID, activity: info.ActivityID}
+	return activityRun{execution: call.Execution, activity: activity.GetInfo(ctx).ActivityID}
 }

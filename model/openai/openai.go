@@ -62,6 +62,17 @@ func New(cfg Config) *Provider {
 	if cfg.KeyVar == "" {
 		cfg.KeyVar = KeyVar
 	}
+	client, official := Client(cfg)
+	return &Provider{client: client, cfg: cfg, official: official}
+}
+
+// Client is the SDK client for cfg, as every provider that speaks one of
+// OpenAI's APIs builds it, and whether it is OpenAI's own endpoint (the
+// only one that needs a key).
+func Client(cfg Config) (client openai.Client, official bool) {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		// Always set, even empty: otherwise the SDK falls back to
@@ -75,15 +86,7 @@ func New(cfg Config) *Provider {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{
-		client:   openai.NewClient(opts...),
-		cfg:      cfg,
-		official: isOfficial(cfg.BaseURL),
-	}
-}
-
-func isOfficial(baseURL string) bool {
-	return strings.TrimRight(baseURL, "/") == DefaultBaseURL
+	return openai.NewClient(opts...), strings.TrimRight(cfg.BaseURL, "/") == DefaultBaseURL
 }
 
 // Complete sends one Chat Completions request.

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -22,14 +21,15 @@ import (
 
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/internal/apierr"
+	chat "github.com/tollgate-dev/tollgate/model/openai"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
 // DefaultBaseURL is OpenAI's own endpoint.
-const DefaultBaseURL = "https://api.openai.com/v1"
+const DefaultBaseURL = chat.DefaultBaseURL
 
 // KeyVar is where the worker reads the key from; errors name it.
-const KeyVar = "OPENAI_API_KEY"
+const KeyVar = chat.KeyVar
 
 // Config configures a Provider.
 type Config struct {
@@ -52,25 +52,8 @@ var _ model.Provider = (*Provider)(nil)
 
 // New returns a Provider. It does not contact the server.
 func New(cfg Config) *Provider {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(cfg.BaseURL),
-		// Always set, even empty, so the SDK never picks OPENAI_API_KEY
-		// from the environment behind the worker's configuration.
-		option.WithAPIKey(cfg.APIKey),
-		// Temporal owns retries.
-		option.WithMaxRetries(0),
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	return &Provider{
-		client:   openai.NewClient(opts...),
-		cfg:      cfg,
-		official: strings.TrimRight(cfg.BaseURL, "/") == DefaultBaseURL,
-	}
+	client, official := chat.Client(chat.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient})
+	return &Provider{client: client, cfg: cfg, official: official}
 }
 
 func (p *Provider) classifier() apierr.Classifier {

@@ -3,9 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,7 +47,7 @@ func TestMCPElicitationSurvivesAWorkerSIGKILL(t *testing.T) {
 
 	bin := build()
 	start := func(name string) *workerProcess {
-		return startMCPWorkerProcess(t, e, bin, name, "TOLLGATE_MCP_CONFIG="+cfgPath, "TOLLGATE_SCRIPTS_DIR="+dir)
+		return startWorkerProcess(t, e, bin, name, "TOLLGATE_MCP_CONFIG="+cfgPath, "TOLLGATE_SCRIPTS_DIR="+dir)
 	}
 	first := start("1")
 	run := e.start(workflows.Input{Prompt: "File the draft under todo", Model: "scripted:kill.json", Tools: []string{"notes.rename"}, User: "ada"})
@@ -73,38 +71,4 @@ func TestMCPElicitationSurvivesAWorkerSIGKILL(t *testing.T) {
 	require.ElementsMatch(t, []string{"todo.md", "todo-2.md"}, names, "the rename ran exactly once")
 	c := mustCard(t, res.Cards, "r1")
 	require.Len(t, c.Decisions, 1)
-}
-
-// startMCPWorkerProcess is startWorkerProcess with extra environment (an
-// MCP configuration, a scripts directory) and no model server.
-func startMCPWorkerProcess(t *testing.T, e *env, bin, name string, extraEnv ...string) *workerProcess {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), "worker-"+name+".log")
-	logFile, err := os.Create(logPath)
-	require.NoError(t, err)
-	defer logFile.Close()
-	args := []string{
-		"--address", e.hostPort, "--namespace", e.namespace, "--task-queue", e.tq,
-		"--data", e.data, "--workspace", e.ws, "--log-level", "warn",
-	}
-	if runtime.GOOS == "linux" {
-		args = append(args, "--die-with-parent")
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(workerEnv(), extraEnv...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(t, cmd.Start())
-	p := &workerProcess{cmd: cmd, log: logPath}
-	t.Cleanup(func() {
-		if !p.killed {
-			p.killed = true
-			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			t.Logf("worker %s log:\n%s", name, b)
-		}
-	})
-	return p
 }

@@ -59,7 +59,7 @@ func TestCrashRecoveryAfterSIGKILLDuringModelCalls(t *testing.T) {
 	e := newEnv(t, "recovery_sigkill")
 	bin := build()
 
-	first := startWorkerProcess(t, e, bin, model.URL+"/v1", "1")
+	first := startWorkerProcess(t, e, bin, "1", openAIAt(model.URL+"/v1")...)
 	runs := make([]client.WorkflowRun, recoveryTurns)
 	for i := range runs {
 		runs[i] = e.start(workflows.Input{Prompt: fmt.Sprintf("Say something (%d)", i), Model: "openai:fake-model"})
@@ -69,7 +69,7 @@ func TestCrashRecoveryAfterSIGKILLDuringModelCalls(t *testing.T) {
 
 	first.kill(t)
 	restarted := time.Now()
-	startWorkerProcess(t, e, bin, model.URL+"/v1", "2")
+	startWorkerProcess(t, e, bin, "2", openAIAt(model.URL+"/v1")...)
 
 	closed := waitClosed(t, e, runs, restarted.Add(recoveryDeadline))
 	var took []time.Duration
@@ -157,6 +157,12 @@ func newSlowModel(t *testing.T, delay time.Duration) *slowModel {
 	return m
 }
 
+// openAIAt is the environment that points a worker's openai: models at
+// baseURL.
+func openAIAt(baseURL string) []string {
+	return []string{"OPENAI_BASE_URL=" + baseURL, "OPENAI_API_KEY=test"}
+}
+
 // workerProcess is a worker binary running as a subprocess.
 type workerProcess struct {
 	cmd    *exec.Cmd
@@ -165,10 +171,10 @@ type workerProcess struct {
 }
 
 // startWorkerProcess starts the worker binary on the env's server, task
-// queue, data directory and workspace, with the model at baseURL. The
-// process is killed when the test ends; its log is shown if the test
-// failed.
-func startWorkerProcess(t *testing.T, e *env, bin, baseURL, name string) *workerProcess {
+// queue, data directory and workspace, with extra environment (a model
+// server, an MCP configuration). The process is killed when the test ends;
+// its log is shown if the test failed.
+func startWorkerProcess(t *testing.T, e *env, bin, name string, extraEnv ...string) *workerProcess {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "worker-"+name+".log")
 	logFile, err := os.Create(logPath)
@@ -183,7 +189,7 @@ func startWorkerProcess(t *testing.T, e *env, bin, baseURL, name string) *worker
 		args = append(args, "--die-with-parent")
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(workerEnv(), "OPENAI_BASE_URL="+baseURL, "OPENAI_API_KEY=test")
+	cmd.Env = append(workerEnv(), extraEnv...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
 	p := &workerProcess{cmd: cmd, log: logPath}
