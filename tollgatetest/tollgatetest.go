@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/model"
@@ -100,6 +101,10 @@ func NewTurn(t testing.TB, opts tollgate.Options, m *Model) *Turn {
 	}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
+	// The SDK fails a workflow task that runs 1s without yielding; a busy
+	// machine can take that long for a first task that compiles schemas,
+	// without any workflow code blocking.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 30 * time.Second})
 	p.Register(env)
 	return &Turn{Env: env, Model: m, t: t}
 }
