@@ -249,7 +249,7 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	item := &inboxItem{TurnID: turnID, Card: results.Card{CallID: callID}, Reason: r.PostFormValue("reason"), Answer: r.PostFormValue("answer")}
-	resp := workflows.Response{CallID: callID, By: v.who.Principal}
+	resp := workflows.Response{CallID: callID, By: v.who.Principal, Groups: v.who.Groups}
 	switch action := r.PostFormValue("action"); action {
 	case "approve":
 		resp.Decision = results.DecisionApprove
