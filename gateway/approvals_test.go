@@ -41,8 +41,24 @@ func TestTwoLeadsApproveACallThatNeedsTwo(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, r.code, r.body)
 	require.Equal(t, "call d1 may only be answered by members of group leads (rule production); eve is not one", r.error(t))
 
+	// The inbox says why the call asks, who may answer and how far it
+	// has got, and offers no buttons to a key outside the group.
+	e.waitListed(id, workflows.StatusWaiting)
+	outsider := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(outsider, eve).code)
+	page := e.inbox(outsider)
+	require.Contains(t, page.body, "Rule <b>production</b>: production deploys need two leads")
+	require.Contains(t, page.body, "Answered by members of <b>leads</b>. Approvals 0 of 2.")
+	require.Contains(t, page.body, "Only members of leads may answer this call (rule production).")
+	require.NotContains(t, page.body, `class="approve-form"`)
+
 	r = respond(ann)
 	require.Equal(t, http.StatusOK, r.code, r.body)
+	lead := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(lead, bob).code)
+	page = e.inbox(lead)
+	require.Contains(t, page.body, "Approvals 1 of 2: ann.")
+	require.Contains(t, page.body, `class="approve-form"`)
 	card := decodeJSON[results.Card](t, r.body)
 	require.Equal(t, results.StatePendingApproval, card.State)
 	require.Equal(t, []string{"ann"}, card.Approval.Approvals)
