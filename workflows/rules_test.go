@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -15,6 +16,11 @@ import (
 // against the test tools as NewPlugin compiles them.
 func newRulesHarness(t *testing.T, rules []policy.Rule, replies ...results.Message) *harness {
 	t.Helper()
+	return newRulesHarnessWith(t, Features{}, rules, replies...)
+}
+
+func newRulesHarnessWith(t *testing.T, f Features, rules []policy.Rule, replies ...results.Message) *harness {
+	t.Helper()
 	reg, err := tool.NewRegistry(testTools(t, &toolLog{}, nil)...)
 	require.NoError(t, err)
 	var tools []policy.Tool
@@ -23,7 +29,8 @@ func newRulesHarness(t *testing.T, rules []policy.Rule, replies ...results.Messa
 	}
 	set, err := policy.Compile(rules, tools)
 	require.NoError(t, err)
-	return newHarnessWith(t, Features{Rules: true, Policy: set}, replies...)
+	f.Rules, f.Policy = true, set
+	return newHarnessWith(t, f, replies...)
 }
 
 var draftsRules = []policy.Rule{
@@ -170,4 +177,25 @@ func TestEscalatedWaitStillTimesOut(t *testing.T) {
 	require.Equal(t, "no response within 3h", c.Reason)
 	require.True(t, c.Approval.Escalated)
 	require.Equal(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), c.Decisions[0].At.UTC(), "the response timeout counts from the start of the wait, not the escalation")
+}
+
+// An escalation is announced to webhook receivers once, with the card
+// saying who may answer now, between the wait and the decision.
+func TestEscalationIsAWebhookEvent(t *testing.T) {
+	h := newRulesHarnessWith(t, Features{Webhooks: true}, escalatingRule,
+		calls("", tc("w1", "write", `{"path":"a.md","content":"x"}`)),
+		results.AssistantText("written"))
+	d := withWebhooks(h)
+	h.respond(2*time.Hour, Response{CallID: "w1", Decision: results.DecisionApprove, By: "mona", Groups: []string{"managers"}}, nil)
+	h.run(t, Input{Prompt: "write", Tools: []string{"write"}})
+
+	var types []string
+	for _, e := range d.events {
+		types = append(types, e.Type)
+	}
+	require.Equal(t, []string{webhook.TypeCallWaiting, webhook.TypeCallEscalated, webhook.TypeCallDecided, webhook.TypeTurnEnded}, types)
+	esc := d.events[1]
+	require.True(t, esc.Card.Approval.Escalated)
+	require.Equal(t, "managers", esc.Card.Approval.EscalateGroup)
+	require.Equal(t, time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), esc.At.UTC())
 }
