@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -168,6 +169,36 @@ type Approval struct {
 	EscalateGroup string     `json:"escalate_group,omitempty"`
 	EscalatesAt   *time.Time `json:"escalates_at,omitempty"`
 	Escalated     bool       `json:"escalated,omitempty"`
+}
+
+// progress is a pending approval's rule, group and quorum for a summary
+// line: " [rule refunds, group leads, 1 of 2 approvals: ann]".
+func (a *Approval) progress() string {
+	if a == nil || a.Action != ApprovalRequireApproval {
+		return ""
+	}
+	var parts []string
+	if a.Rule != "" {
+		parts = append(parts, "rule "+oneLine(a.Rule, 80))
+	}
+	if a.Group != "" {
+		g := "group " + a.Group
+		if a.Escalated && a.EscalateGroup != "" {
+			g += " or " + a.EscalateGroup + " (escalated)"
+		}
+		parts = append(parts, g)
+	}
+	if a.Quorum > 1 {
+		p := fmt.Sprintf("%d of %d approvals", len(a.Approvals), a.Quorum)
+		if len(a.Approvals) > 0 {
+			p += ": " + oneLine(strings.Join(a.Approvals, ", "), 120)
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(parts, ", ") + "]"
 }
 
 // Approval actions.
@@ -346,9 +377,9 @@ func (c Card) Summary() string {
 			return fmt.Sprintf("%s: pending approval: %s", head, oneLine(c.Interrupt.Plan, 80))
 		}
 		if args := oneLine(string(c.EffectiveArguments()), 80); args != "" {
-			return fmt.Sprintf("%s: pending approval %s", head, args)
+			return fmt.Sprintf("%s: pending approval %s%s", head, args, c.Approval.progress())
 		}
-		return head + ": pending approval"
+		return head + ": pending approval" + c.Approval.progress()
 	case StateWaitingAnswer:
 		if c.Interrupt == nil {
 			return head + ": waiting for an answer"
