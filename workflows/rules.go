@@ -163,18 +163,30 @@ func partialApproval(c *call) bool {
 	return a != nil && c.pending != nil && c.pending.Decision == results.DecisionApprove && len(a.Approvals)+1 < a.Quorum
 }
 
+// changeApproval gives the card an approval of its own to change: copies
+// of the card already handed out (webhook events, live events, Update
+// results) keep the one they were made with.
+func (c *call) changeApproval() *results.Approval {
+	a := *c.card.Approval
+	a.Approvals = slices.Clone(a.Approvals)
+	c.card.Approval = &a
+	return &a
+}
+
 // approveOne records one approval of a quorum; the call keeps waiting
 // for the others.
 func (c *call) approveOne() {
 	r := *c.pending
 	c.pending = nil
 	c.card.Decisions = append(c.card.Decisions, results.Decision{Decision: r.Decision, By: r.By, At: c.pendingAt, Reason: r.Reason})
-	c.card.Approval.Approvals = append(c.card.Approval.Approvals, r.By)
+	a := c.changeApproval()
+	a.Approvals = append(a.Approvals, r.By)
 }
 
 // completeApproval adds the last approver of a quorum to the list.
 func (c *call) completeApproval() {
 	if a := ruleWait(c); a != nil && c.pending != nil && c.pending.Decision == results.DecisionApprove && c.pending.By != "" {
+		a = c.changeApproval()
 		a.Approvals = append(a.Approvals, c.pending.By)
 	}
 }
@@ -190,7 +202,7 @@ func startEscalation(c *call, since time.Time) {
 		return
 	}
 	at := since.Add(after)
-	a.EscalatesAt = &at
+	c.changeApproval().EscalatesAt = &at
 }
 
 // escalation is when the call's wait escalates, if it has yet to.
@@ -204,8 +216,7 @@ func escalation(c *call) (time.Time, bool) {
 
 // escalate marks the wait escalated and announces it.
 func (t *turn) escalate(ctx workflow.Context, c *call) {
-	a := ruleWait(c)
-	a.Escalated = true
+	c.changeApproval().Escalated = true
 	card := c.card
 	t.emit(ctx, webhook.TypeCallEscalated, fmt.Sprintf("%s/%d", card.CallID, c.applied+1), &card)
 }

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/webhook"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -198,4 +201,45 @@ func TestEscalationIsAWebhookEvent(t *testing.T) {
 	require.True(t, esc.Card.Approval.Escalated)
 	require.Equal(t, "managers", esc.Card.Approval.EscalateGroup)
 	require.Equal(t, time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), esc.At.UTC())
+}
+
+type collected struct {
+	mu     sync.Mutex
+	events []stream.Event
+}
+
+func (c *collected) Publish(e stream.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, e)
+}
+
+// Live watchers see the escalation as a card event, at the time it
+// happened, and each approval of a quorum as one.
+func TestEscalationAndApprovalsAreLiveCardEvents(t *testing.T) {
+	live := &collected{}
+	rule := escalatingRule[0]
+	rule.Quorum = 2
+	h := newRulesHarnessWith(t, Features{Events: live}, []policy.Rule{rule},
+		calls("", tc("w1", "write", `{"path":"a.md","content":"x"}`)),
+		results.AssistantText("written"))
+	h.respond(30*time.Minute, Response{CallID: "w1", Decision: results.DecisionApprove, By: "lena", Groups: []string{"leads"}}, nil)
+	h.respond(2*time.Hour, Response{CallID: "w1", Decision: results.DecisionApprove, By: "mona", Groups: []string{"managers"}}, nil)
+	h.run(t, Input{Prompt: "write", Tools: []string{"write"}})
+
+	var seen []string
+	for _, e := range live.events {
+		if e.Type != stream.TypeCard || e.Card.CallID != "w1" || e.Card.Approval == nil {
+			continue
+		}
+		a := e.Card.Approval
+		seen = append(seen, fmt.Sprintf("%s %s approvals=%v escalated=%v", e.Time.Format("15:04"), e.Card.State, a.Approvals, a.Escalated))
+	}
+	require.Equal(t, []string{
+		"09:00 pending_approval approvals=[] escalated=false",
+		"09:30 pending_approval approvals=[lena] escalated=false",
+		"10:00 pending_approval approvals=[lena] escalated=true",
+		"11:00 running approvals=[lena mona] escalated=true",
+		"11:00 succeeded approvals=[lena mona] escalated=true",
+	}, seen)
 }
