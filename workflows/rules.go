@@ -150,6 +150,10 @@ func (t *turn) checkApprover(c *call, a *results.Approval, r Response) error {
 	if a.SeparateDuties && t.in.User != "" && r.By == t.in.User {
 		return fmt.Errorf("call %s separates duties%s: %s started this turn and may not approve its calls", c.card.CallID, rule, r.By)
 	}
+	if a.Quorum > 1 && len(r.Arguments) > 0 {
+		// Each approver must approve the same call.
+		return fmt.Errorf("call %s needs %d approvers%s, who approve it as it stands; edited arguments are refused (deny it with a reason instead)", c.card.CallID, a.Quorum, rule)
+	}
 	if slices.Contains(a.Approvals, r.By) {
 		return fmt.Errorf("%s has already approved call %s; it needs %d different approvers (so far: %s)", r.By, c.card.CallID, a.Quorum, strings.Join(a.Approvals, ", "))
 	}

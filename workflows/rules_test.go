@@ -93,13 +93,14 @@ func TestQuorumNeedsDistinctMembersAndOneDenyRefuses(t *testing.T) {
 	h := newRulesHarness(t, leadsRule,
 		calls("", tc("w1", "write", `{"path":"a.md","content":"long text"}`)),
 		results.AssistantText("not written"))
-	var first, again, outsider, starter, anonymous, deny updateOutcome
+	var first, again, outsider, starter, anonymous, edited, deny updateOutcome
 	var mid State
 	h.respond(time.Minute, Response{CallID: "w1", Decision: results.DecisionApprove, By: "bob", Groups: []string{"leads"}}, &first)
 	h.respond(2*time.Minute, Response{CallID: "w1", Decision: results.DecisionApprove, By: "bob", Groups: []string{"leads"}}, &again)
 	h.respond(3*time.Minute, Response{CallID: "w1", Decision: results.DecisionApprove, By: "eve", Groups: []string{"sales"}}, &outsider)
 	h.respond(4*time.Minute, Response{CallID: "w1", Decision: results.DecisionApprove, By: "alice", Groups: []string{"leads"}}, &starter)
 	h.respond(5*time.Minute, Response{CallID: "w1", Decision: results.DecisionApprove, Groups: []string{"leads"}}, &anonymous)
+	h.respond(5*time.Minute+30*time.Second, Response{CallID: "w1", Decision: results.DecisionApprove, By: "dan", Groups: []string{"leads"}, Arguments: []byte(`{"path":"b.md","content":"other"}`)}, &edited)
 	h.env.RegisterDelayedCallback(func() { mid = h.state(t) }, 6*time.Minute)
 	h.respond(7*time.Minute, Response{CallID: "w1", Decision: results.DecisionDeny, By: "carol", Groups: []string{"leads"}, Reason: "too long"}, &deny)
 	res := h.run(t, Input{Prompt: "write", Tools: []string{"write"}, User: "alice"})
@@ -111,6 +112,7 @@ func TestQuorumNeedsDistinctMembersAndOneDenyRefuses(t *testing.T) {
 	require.EqualError(t, outsider.rejected, "call w1 may only be answered by members of group leads (rule big_write); eve is not one")
 	require.EqualError(t, starter.rejected, "call w1 separates duties (rule big_write): alice started this turn and may not approve its calls")
 	require.EqualError(t, anonymous.rejected, "call w1 needs a named approver (rule big_write); send by with who you are")
+	require.EqualError(t, edited.rejected, "call w1 needs 2 approvers (rule big_write), who approve it as it stands; edited arguments are refused (deny it with a reason instead)")
 	a := mustCard(t, mid.Cards, "w1").Approval
 	require.Equal(t, &results.Approval{Rule: "big_write", Action: results.ApprovalRequireApproval, Message: "long writes need two leads",
 		Group: "leads", Quorum: 2, Approvals: []string{"bob"}, SeparateDuties: true}, a)
