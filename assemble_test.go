@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/policy"
 )
 
 // TestNewPluginRefusesOverlap: with the workspace at "." and the
@@ -81,4 +83,23 @@ func TestNewPluginChoosesBuiltinsAndRefusesUnknownOnes(t *testing.T) {
 
 	_, err = NewPlugin(dirs(Options{Builtins: []string{"read_file", "rm_rf"}}))
 	require.ErrorContains(t, err, `no built-in tool "rm_rf"; the built-ins are`)
+}
+
+// A rule that reads a field write_file's arguments lack stops the worker
+// at start, with a sentence naming the rule and the field; the example
+// policy file starts, skipping (and reporting) its rule for a tool this
+// worker does not offer.
+func TestNewPluginRefusesABadRule(t *testing.T) {
+	base := t.TempDir()
+	o := Options{DataDir: filepath.Join(base, "data"), Workspace: filepath.Join(base, "ws")}
+	o.Rules = []policy.Rule{{Name: "drafts", Tools: []string{"write_file"}, When: `args.pth.startsWith("drafts/")`, Action: policy.ActionAllow}}
+	_, err := NewPlugin(o)
+	require.ErrorContains(t, err, `tollgate: approval rules: rule "drafts" reads field "pth", which tool write_file does not have (its arguments are: content, path)`)
+
+	o.Rules, err = policy.Load("examples/policy.yaml")
+	require.NoError(t, err)
+	p, err := NewPlugin(o)
+	require.NoError(t, err)
+	require.True(t, p.features.Rules)
+	require.Equal(t, []string{`rule "large_refund" names tool "issue_refund", which this worker does not offer`}, p.SkippedRules())
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/mcp"
 	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -402,6 +403,7 @@ func TestDocsDataBlocksDecode(t *testing.T) {
 		},
 		"oauth-providers": func(b []byte) error { var c oauth.Config; return strict(b, &c) },
 		"mcp-config":      func(b []byte) error { _, err := mcp.ParseConfig(b); return err },
+		"policy":          func(b []byte) error { _, err := policy.Parse(b); return err },
 	}
 	for _, f := range docPages(t) {
 		for _, b := range f.blocks {
@@ -416,6 +418,12 @@ func TestDocsDataBlocksDecode(t *testing.T) {
 			case "yaml", "yml":
 				var v any
 				require.NoError(t, yaml.Unmarshal([]byte(b.text), &v), b.where(f))
+				for _, tag := range b.tags {
+					// Only policy files are tagged among YAML blocks.
+					require.Equal(t, "policy", tag, "%s: unknown YAML kind %q", b.where(f), tag)
+					_, err := policy.Parse([]byte(b.text))
+					require.NoError(t, err, "%s: policy", b.where(f))
+				}
 			}
 		}
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/tollgate-dev/tollgate/metrics"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/providers"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/storage/blobstore"
 	"github.com/tollgate-dev/tollgate/storage/codec"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
@@ -123,6 +124,12 @@ type Options struct {
 	// it, tool calls, card and status changes, results (see
 	// docs/streaming.md). Nil streams nothing; turns run the same.
 	Events stream.Publisher
+
+	// Rules are the worker's approval rules (docs/approvals.md), on top
+	// of each tool's approval default; policy.Load reads them from a
+	// file. They are compiled and type-checked against every tool's
+	// argument schema by NewPlugin, whose error then names the rule.
+	Rules []policy.Rule
 }
 
 // features are what the options offer workflows.
@@ -155,6 +162,9 @@ type Plugin struct {
 	storage  converter.ExternalStorage
 	// codec encrypts payloads; nil when encryption is off.
 	codec *codec.Keyring
+	// skippedRules says which approval rules name tools the worker does
+	// not offer.
+	skippedRules []string
 	// registered holds the instance keys of the workers and replayers the
 	// plugin has registered on: a replayer runs the plugin before every
 	// history, and registering twice panics.
@@ -198,6 +208,13 @@ func NewPlugin(opts Options) (*Plugin, error) {
 		return nil, err
 	}
 	p.features = opts.features()
+	if len(opts.Rules) > 0 {
+		set, err := compileRules(opts.Rules, acts.Tools)
+		if err != nil {
+			return nil, err
+		}
+		p.features.Rules, p.features.Policy, p.skippedRules = true, set, set.Skipped
+	}
 	if p.features.Webhooks {
 		if p.webhooks, err = webhook.New(opts.Webhooks); err != nil {
 			return nil, fmt.Errorf("tollgate: %w", err)
@@ -282,6 +299,25 @@ func newPlugin(blobs *blobstore.Store, acts *activities.Activities, keys *codec.
 	}
 	return p, nil
 }
+
+// compileRules checks the approval rules against the worker's tools.
+func compileRules(rules []policy.Rule, reg *tool.Registry) (*policy.Set, error) {
+	var tools []policy.Tool
+	for _, s := range reg.Specs() {
+		tools = append(tools, policy.Tool{Name: s.Name, Schema: s.Schema, Approval: string(s.Approval),
+			Idempotent: s.Idempotent, Concurrent: s.Concurrent, Workspace: s.Workspace, Local: s.Local, Previews: s.Previews})
+	}
+	set, err := policy.Compile(rules, tools)
+	if err != nil {
+		return nil, fmt.Errorf("tollgate: approval rules: %w", err)
+	}
+	return set, nil
+}
+
+// SkippedRules says which approval rules name tools this worker does not
+// offer; a policy file may serve several kinds of worker, so they are
+// not errors, but a worker logs them.
+func (p *Plugin) SkippedRules() []string { return p.skippedRules }
 
 // ExternalStorage is the payload storage the plugin sets on clients and
 // replayers, for code that builds their options by hand.

@@ -29,6 +29,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
 	"github.com/tollgate-dev/tollgate/internal/signedtoken"
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/tollgatetest"
@@ -184,6 +185,7 @@ type env struct {
 	http     *httptest.Server
 	worker   worker.Worker
 	pollers  int
+	rules    []policy.Rule
 	turns    []string
 	// events is the live event log, when the test asked for one.
 	events *stream.NATS
@@ -198,6 +200,8 @@ type envOptions struct {
 	// events is a NATS server's URL: the worker publishes live events
 	// there and the gateway serves them (events_test.go).
 	events string
+	// rules are the worker's approval rules (approvals_test.go).
+	rules []policy.Rule
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -241,6 +245,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	e.http = httptest.NewServer(e.srv)
 	t.Cleanup(e.http.Close)
 	e.pollers = o.pollers
+	e.rules = o.rules
 	if !o.noWorker {
 		e.startWorker()
 	}
@@ -279,6 +284,7 @@ func (e *env) startWorker() {
 		// sharedServer registered them.
 		SearchAttributes: true,
 		Events:           e.publisher(),
+		Rules:            e.rules,
 	})
 	require.NoError(e.t, err)
 	c := e.dial()

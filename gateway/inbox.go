@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"go.temporal.io/api/serviceerror"
@@ -120,7 +121,7 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 			}
 			it.EditArgs = it.Args
 			it.ConnectURL = s.ConnectURL("", t.ID, t.User, c)
-			it.MayAnswer, it.Why = mayAnswer(*v.who, c.Tool)
+			it.MayAnswer, it.Why = mayAnswer(*v.who, c, t.User)
 			if failed != nil && failed.TurnID == t.ID && failed.Card.CallID == c.CallID {
 				it.Error, it.Reason, it.Answer = failed.Error, failed.Reason, failed.Answer
 				if failed.EditArgs != "" {
@@ -139,12 +140,33 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 	render(w, code, "inbox", nonce, page)
 }
 
-func mayAnswer(who apikey.Entry, tool string) (bool, string) {
+// mayAnswer says whether the viewer's key may answer the call, and if
+// not why; the turn checks the same again when the answer arrives.
+func mayAnswer(who apikey.Entry, c results.Card, user string) (bool, string) {
 	switch {
 	case !who.Has(apikey.Respond):
 		return false, ""
-	case !who.MayAnswer(tool):
+	case !who.MayAnswer(c.Tool):
 		return false, fmt.Sprintf("Your key may answer only calls of %s.", strings.Join(who.Tools, ", "))
+	}
+	a := c.Approval
+	if a == nil || a.Action != results.ApprovalRequireApproval || c.State != results.StatePendingApproval || c.Interrupt != nil {
+		return true, ""
+	}
+	if a.Group != "" {
+		groups := []string{a.Group}
+		if a.Escalated && a.EscalateGroup != "" {
+			groups = append(groups, a.EscalateGroup)
+		}
+		if !slices.ContainsFunc(groups, func(g string) bool { return slices.Contains(who.Groups, g) }) {
+			return false, fmt.Sprintf("Only members of %s may answer this call (rule %s).", strings.Join(groups, " or "), a.Rule)
+		}
+	}
+	if slices.Contains(a.Approvals, who.Principal) {
+		return false, fmt.Sprintf("You have approved this call; it waits for %d more approver(s).", a.Quorum-len(a.Approvals))
+	}
+	if a.SeparateDuties && user != "" && who.Principal == user {
+		return false, fmt.Sprintf("You started this turn; rule %s needs someone else to approve its calls.", a.Rule)
 	}
 	return true, ""
 }
@@ -249,7 +271,7 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	item := &inboxItem{TurnID: turnID, Card: results.Card{CallID: callID}, Reason: r.PostFormValue("reason"), Answer: r.PostFormValue("answer")}
-	resp := workflows.Response{CallID: callID, By: v.who.Principal}
+	resp := workflows.Response{CallID: callID, By: v.who.Principal, Groups: v.who.Groups}
 	switch action := r.PostFormValue("action"); action {
 	case "approve":
 		resp.Decision = results.DecisionApprove
@@ -300,7 +322,7 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 		s.renderInbox(w, r, http.StatusNotFound, v, item)
 		return
 	case errors.Is(err, errNotYourTool):
-		_, why := mayAnswer(*v.who, card.Tool)
+		_, why := mayAnswer(*v.who, card, "")
 		renderErrorPage(w, http.StatusForbidden, "Not your call", why, "/inbox")
 		return
 	case err != nil:

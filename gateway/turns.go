@@ -393,7 +393,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusBadRequest, "the body names no call_id")
 		return
 	}
-	resp := workflows.Response{CallID: req.CallID, Decision: req.Decision, Reason: req.Reason, Arguments: req.Arguments, Answer: req.Answer, By: p.Principal}
+	resp := workflows.Response{CallID: req.CallID, Decision: req.Decision, Reason: req.Reason, Arguments: req.Arguments, Answer: req.Answer, By: p.Principal, Groups: p.Groups}
 	// Without a key the Client names the Update by the response, so only
 	// the same response sent again attaches to the first.
 	var updateID string

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -136,7 +137,76 @@ type Card struct {
 	// that it would change nothing, or why no preview could be made. At
 	// most MaxPreviewNote bytes.
 	PreviewNote string `json:"preview_note,omitempty"`
+
+	// Approval is set when one of the worker's approval rules decided the
+	// call (docs/approvals.md): which rule, and for a call that needs
+	// approval who may give it and how far it has got.
+	Approval *Approval `json:"approval,omitempty"`
 }
+
+// Approval is what an approval rule made of a call.
+type Approval struct {
+	// Rule names the rule that decided; Action is what it decided
+	// (allow, require_approval or deny), after the turn's policy, which
+	// may only make it stricter.
+	Rule   string `json:"rule,omitempty"`
+	Action string `json:"action"`
+	// Message says why: the rule's reason, or what made the call ask.
+	Message string `json:"message,omitempty"`
+	// Group, when set, is the group whose members may answer; once the
+	// wait has escalated, members of EscalateGroup may answer too.
+	Group string `json:"group,omitempty"`
+	// Quorum is how many distinct people must approve; Approvals lists
+	// those who have so far, in order.
+	Quorum    int      `json:"quorum,omitempty"`
+	Approvals []string `json:"approvals,omitempty"`
+	// SeparateDuties bars the turn's user from approving.
+	SeparateDuties bool `json:"separate_duties,omitempty"`
+	// EscalateAfter (a Go duration) is how long the wait lasts before it
+	// escalates; EscalatesAt is when it does (set when the wait begins),
+	// and Escalated says it has.
+	EscalateAfter string     `json:"escalate_after,omitempty"`
+	EscalateGroup string     `json:"escalate_group,omitempty"`
+	EscalatesAt   *time.Time `json:"escalates_at,omitempty"`
+	Escalated     bool       `json:"escalated,omitempty"`
+}
+
+// progress is a pending approval's rule, group and quorum for a summary
+// line: " [rule refunds, group leads, 1 of 2 approvals: ann]".
+func (a *Approval) progress() string {
+	if a == nil || a.Action != ApprovalRequireApproval {
+		return ""
+	}
+	var parts []string
+	if a.Rule != "" {
+		parts = append(parts, "rule "+oneLine(a.Rule, 80))
+	}
+	if a.Group != "" {
+		g := "group " + a.Group
+		if a.Escalated && a.EscalateGroup != "" {
+			g += " or " + a.EscalateGroup + " (escalated)"
+		}
+		parts = append(parts, g)
+	}
+	if a.Quorum > 1 {
+		p := fmt.Sprintf("%d of %d approvals", len(a.Approvals), a.Quorum)
+		if len(a.Approvals) > 0 {
+			p += ": " + oneLine(strings.Join(a.Approvals, ", "), 120)
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(parts, ", ") + "]"
+}
+
+// Approval actions.
+const (
+	ApprovalAllow           = "allow"
+	ApprovalRequireApproval = "require_approval"
+	ApprovalDeny            = "deny"
+)
 
 // EffectiveArguments are the arguments the tool runs with.
 func (c Card) EffectiveArguments() json.RawMessage {
@@ -242,6 +312,13 @@ func (c Card) Validate() error {
 			return fmt.Errorf("card %s decision %d: unknown decision %q", c.CallID, i, d.Decision)
 		}
 	}
+	if a := c.Approval; a != nil {
+		switch a.Action {
+		case ApprovalAllow, ApprovalRequireApproval, ApprovalDeny:
+		default:
+			return fmt.Errorf("card %s: approval action %q is not allow, require_approval or deny", c.CallID, a.Action)
+		}
+	}
 	// A preview is allowed in every state: it is made when the call
 	// starts waiting and stays through whatever follows.
 	return c.validatePreview()
@@ -300,9 +377,9 @@ func (c Card) Summary() string {
 			return fmt.Sprintf("%s: pending approval: %s", head, oneLine(c.Interrupt.Plan, 80))
 		}
 		if args := oneLine(string(c.EffectiveArguments()), 80); args != "" {
-			return fmt.Sprintf("%s: pending approval %s", head, args)
+			return fmt.Sprintf("%s: pending approval %s%s", head, args, c.Approval.progress())
 		}
-		return head + ": pending approval"
+		return head + ": pending approval" + c.Approval.progress()
 	case StateWaitingAnswer:
 		if c.Interrupt == nil {
 			return head + ": waiting for an answer"

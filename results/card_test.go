@@ -291,3 +291,13 @@ func TestCardSummaryNeverShowsInternalDetail(t *testing.T) {
 		Failure: &results.Failure{Reason: results.FailureInternal, Message: secret, Ref: "r1"}}
 	require.NotContains(t, c.Summary(), secret)
 }
+
+func TestSummaryShowsAnApprovalRulesProgress(t *testing.T) {
+	c := results.Card{CallID: "r1", Tool: "refund", State: results.StatePendingApproval, Arguments: json.RawMessage(`{"amount":900}`),
+		Approval: &results.Approval{Rule: "big_refund", Action: results.ApprovalRequireApproval, Group: "leads", Quorum: 2, Approvals: []string{"ann"}}}
+	require.Equal(t, `r1 refund: pending approval {"amount":900} [rule big_refund, group leads, 1 of 2 approvals: ann]`, c.Summary())
+	c.Approval.Escalated, c.Approval.EscalateGroup = true, "managers"
+	require.Contains(t, c.Summary(), "group leads or managers (escalated)")
+	c.Approval = &results.Approval{Rule: "drafts", Action: results.ApprovalAllow}
+	require.Equal(t, `r1 refund: pending approval {"amount":900}`, c.Summary())
+}

@@ -287,6 +287,7 @@ func TestRespondVerbsSendTheUpdate(t *testing.T) {
 		{[]string{"approve", "T", "call_write"}, workflows.Response{CallID: "call_write", Decision: "approve", By: "ann"}},
 		{[]string{"approve", "T", "call_write", "--args", `{"path":"other.md"}`, "--by", "bo", "--reason", "ok"},
 			workflows.Response{CallID: "call_write", Decision: "approve", By: "bo", Reason: "ok", Arguments: json.RawMessage(`{"path":"other.md"}`)}},
+		{[]string{"approve", "T", "call_write", "--by", "bo", "--groups", "leads, ops"}, workflows.Response{CallID: "call_write", Decision: "approve", By: "bo", Groups: []string{"leads", "ops"}}},
 		{[]string{"deny", "T", "call_write", "--reason", "not that file"}, workflows.Response{CallID: "call_write", Decision: "deny", Reason: "not that file", By: "ann"}},
 		{[]string{"answer", "T", "call_tone", "friendly"}, workflows.Response{CallID: "call_tone", Decision: "answer", Answer: json.RawMessage(`"friendly"`), By: "ann"}},
 		{[]string{"answer", "--json-answer", "T", "call_q", `{"n":3}`}, workflows.Response{CallID: "call_q", Decision: "answer", Answer: json.RawMessage(`{"n":3}`), By: "ann"}},

@@ -15,6 +15,7 @@ import (
 // respondFlags are shared by every verb that answers a waiting call.
 type respondFlags struct {
 	by     string
+	groups string
 	reason string
 	run    string
 	signal bool
@@ -24,6 +25,7 @@ func (c *cli) respondFlagSet(name, reasonHelp string) (*flag.FlagSet, *respondFl
 	fs := c.flagSet(name)
 	f := &respondFlags{}
 	fs.StringVar(&f.by, "by", "", "`name` recorded as who answered (default $USER, else cli)")
+	fs.StringVar(&f.groups, "groups", "", "comma-separated `groups` the answerer belongs to, for calls an approval rule leaves to a group (docs/approvals.md)")
 	fs.StringVar(&f.reason, "reason", "", reasonHelp)
 	fs.StringVar(&f.run, "run", "", "run `id` (default the latest run)")
 	fs.BoolVar(&f.signal, "signal", false, "send the respond Signal instead of the Update: fire and forget, for systems that can only signal")
@@ -131,6 +133,11 @@ func (c *cli) cmdCancel(ctx context.Context, args []string) error {
 func (c *cli) send(ctx context.Context, id string, f *respondFlags, r workflows.Response) error {
 	r.By = c.responder(f.by)
 	r.Reason = f.reason
+	for _, g := range strings.Split(f.groups, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			r.Groups = append(r.Groups, g)
+		}
+	}
 	t, err := c.dial(ctx, c.g)
 	if err != nil {
 		return err

@@ -27,6 +27,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
 	"github.com/tollgate-dev/tollgate/model/providers"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -63,6 +64,8 @@ type flags struct {
 	allowRootShell bool
 	// natsURL is where live events go (events.go).
 	natsURL string
+	// policy names the approval rules file (docs/approvals.md).
+	policy string
 }
 
 func main() {
@@ -81,6 +84,7 @@ func main() {
 	flag.StringVar(&f.gatewayAddr, "gateway-addr", "127.0.0.1:8080", "with --dev, where the HTTP gateway and inbox listen (loopback only; empty turns it off)")
 	flag.StringVar(&f.searchAttributes, "search-attributes", "auto", "keep Tollgate's search attributes current: auto (when the server has them), on, off")
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
+	flag.StringVar(&f.policy, "policy", os.Getenv("TOLLGATE_POLICY"), "approval rules `file` (YAML or JSON; TOLLGATE_POLICY), checked against every tool's argument schema at start")
 	flag.StringVar(&f.mcpConfig, "mcp", os.Getenv("TOLLGATE_MCP_CONFIG"), "MCP servers `file` (JSON) whose tools the worker offers as <server>.<tool> (TOLLGATE_MCP_CONFIG)")
 	flag.StringVar(&f.oauthProviders, "oauth-providers", os.Getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file` (JSON): tokens are refreshed before tools run, and with --dev the gateway runs the connect flow (TOLLGATE_OAUTH_PROVIDERS)")
 	flag.StringVar(&f.workerID, "worker-id", os.Getenv("TOLLGATE_WORKER_ID"), "this worker's `id`: its turns' file and shell calls run on task queue <task-queue>/ws/<id> (TOLLGATE_WORKER_ID; default host name and a hash of the workspace path)")
@@ -124,6 +128,14 @@ func run(f flags, logger *slog.Logger) error {
 	}
 	if err := builtin.CheckApart(f.dataDir, f.workspace); err != nil {
 		return err
+	}
+	var rules []policy.Rule
+	if f.policy != "" {
+		// Read before any server starts: a bad file stops the worker at
+		// once. The rules are checked against the tools in NewPlugin.
+		if rules, err = policy.Load(f.policy); err != nil {
+			return err
+		}
 	}
 	var mcpConfig mcp.Config
 	if f.mcpConfig != "" {
@@ -215,9 +227,16 @@ func run(f flags, logger *slog.Logger) error {
 		Connections:      conns,
 		Tools:            mcpTools,
 		Events:           events.publisher(),
+		Rules:            rules,
 	})
 	if err != nil {
 		return err
+	}
+	for _, msg := range plugin.SkippedRules() {
+		logger.Warn("Approval rule skipped", "reason", msg)
+	}
+	if f.policy != "" {
+		logger.Info("Approval rules loaded", "file", f.policy, "rules", len(rules))
 	}
 
 	stopWorkspace, err := startWorkspaceWorker(c, plugin, f, logger)

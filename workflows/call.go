@@ -49,8 +49,11 @@ type call struct {
 // startCalls makes a card for each call of one step. Calls that cannot run
 // (unknown tool, arguments that are not JSON or do not fit the schema) fail
 // at once, before anyone is asked to approve them.
-func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
+func (t *turn) startCalls(ctx workflow.Context, toolCalls []results.ToolCall) []*call {
 	step := make([]*call, 0, len(toolCalls))
+	// undecided are the calls that may run: the approval rules decide
+	// them together, once the step's cards are made.
+	var undecided []*call
 	maxCalls := len(toolCalls)
 	if t.hardened() {
 		maxCalls = t.in.Policy.maxCallsPerStep()
@@ -91,10 +94,8 @@ func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
 			c.card.Arguments = results.CompactJSON(args)
 			if err := t.schemas[tc.Name].Validate(args); err != nil {
 				c.fail(results.FailureToolError, fmt.Sprintf("invalid arguments for %s: %v", tc.Name, err), "", "")
-			} else if t.in.Policy.needsApproval(spec) {
-				c.card.State = results.StatePendingApproval
 			} else {
-				c.card.State = results.StateRunning
+				undecided = append(undecided, c)
 			}
 		}
 		t.calls = append(t.calls, c)
@@ -102,6 +103,7 @@ func (t *turn) startCalls(toolCalls []results.ToolCall) []*call {
 		step = append(step, c)
 		t.toolCalls++
 	}
+	t.decide(ctx, undecided)
 	return step
 }
 
@@ -217,20 +219,25 @@ func (t *turn) wait(ctx workflow.Context, c *call) {
 		left = max(timeout-workflow.Now(ctx).Sub(c.waitingSince), 0)
 	} else {
 		c.waitingSince = workflow.Now(ctx)
+		startEscalation(c, c.waitingSince)
 		c.previewing = true
 		t.preview(ctx, c)
 		c.previewing = false
 		t.emitWaiting(ctx, c)
 	}
 	c.waiting = true
-	ok, err := true, error(nil)
-	if left > 0 {
-		ok, err = workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
-			Timeout:      left,
-			TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("%s %s: %s", c.card.CallID, c.card.Tool, c.card.State)},
-		}, func() bool { return c.pending != nil || t.transferred() })
-	} else {
-		ok = c.pending != nil || t.transferred()
+	var ok bool
+	var err error
+	end := workflow.Now(ctx).Add(left)
+	for {
+		ok, err = t.awaitAnswer(ctx, c, end)
+		if err == nil && ok && partialApproval(c) {
+			// One approval of a quorum: recorded, and the wait goes on.
+			c.approveOne()
+			c.applied++
+			continue
+		}
+		break
 	}
 	c.waiting = false
 	switch {
@@ -248,11 +255,46 @@ func (t *turn) wait(ctx workflow.Context, c *call) {
 		c.record(ctx, results.Decision{Decision: results.DecisionTimeout, By: "tollgate", Reason: reason})
 		c.endWait(reason, "")
 	default:
+		c.completeApproval()
 		t.apply(c)
 	}
 	c.applied++
 	t.emitDecided(ctx, c)
 	t.waitsChanged(ctx)
+}
+
+// awaitAnswer waits until the call has a response or the conversation
+// was transferred (true), or until end (false). A rule's wait escalates
+// on the way, once, when its time comes before end.
+func (t *turn) awaitAnswer(ctx workflow.Context, c *call, end time.Time) (bool, error) {
+	answered := func() bool { return c.pending != nil || t.transferred() }
+	for {
+		now := workflow.Now(ctx)
+		at, pending := escalation(c)
+		if !pending || !at.Before(end) {
+			break
+		}
+		if at.After(now) {
+			ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+				Timeout:      at.Sub(now),
+				TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("%s %s: escalates", c.card.CallID, c.card.Tool)},
+			}, answered)
+			if err != nil || ok {
+				return ok, err
+			}
+		} else if answered() {
+			return true, nil
+		}
+		t.escalate(ctx, c)
+	}
+	left := end.Sub(workflow.Now(ctx))
+	if left <= 0 {
+		return answered(), nil
+	}
+	return workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+		Timeout:      left,
+		TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("%s %s: %s", c.card.CallID, c.card.Tool, c.card.State)},
+	}, answered)
 }
 
 // transferred reports whether a call of the turn has handed the

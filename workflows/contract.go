@@ -155,6 +155,11 @@ type Response struct {
 	// Answer, with answer, is the chosen option id or the answer (JSON).
 	Answer json.RawMessage `json:"answer,omitempty"`
 	By     string          `json:"by,omitempty"`
+	// Groups are the responder's groups, for a call an approval rule
+	// left to a group's members. The workflow trusts them as it trusts
+	// By: as whoever may send respond says (the gateway sets both from
+	// the caller's API key; see docs/security.md).
+	Groups []string `json:"groups,omitempty"`
 }
 
 // Status is where the whole turn has got to.

@@ -45,10 +45,11 @@ type cardMark struct {
 	queued    bool
 	decisions int
 	edited    bool
+	escalated bool
 }
 
 func markOf(c results.Card) cardMark {
-	return cardMark{state: c.State, queued: c.Queued, decisions: len(c.Decisions), edited: len(c.EditedArguments) > 0}
+	return cardMark{state: c.State, queued: c.Queued, decisions: len(c.Decisions), edited: len(c.EditedArguments) > 0, escalated: c.Approval != nil && c.Approval.Escalated}
 }
 
 // startEvents begins publishing the turn's live events, when the worker

@@ -3,6 +3,7 @@ package workflows
 import (
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/stream"
 )
 
@@ -29,9 +30,23 @@ type Features struct {
 	// across the fleet. A provider without an entry stays on the turn's
 	// queue.
 	ModelQueues map[string]string `json:"model_queues,omitempty"`
+	// Rules: the worker has approval rules (Features.Policy), so each
+	// step's calls are decided by them, once, in a SideEffect
+	// (rules.go). Recorded, so a turn that started with rules keeps
+	// asking them and one that started without never does.
+	Rules bool `json:"rules,omitempty"`
 	// Events receives the turns' live events (workflows/events.go); it is
 	// this worker's and never recorded.
 	Events stream.Publisher `json:"-"`
+	// Policy is this worker's compiled approval rules. Workflow code
+	// reads it only inside the SideEffect that records its decisions.
+	Policy RuleSet `json:"-"`
+}
+
+// RuleSet decides a tool call by the worker's approval rules
+// (*policy.Set).
+type RuleSet interface {
+	Decide(policy.Call) policy.Decision
 }
 
 // outsideVersion of the turn's change marker adds what outside systems

@@ -78,6 +78,22 @@ func validateLimits(p Policy) error {
 
 // checkResponseSize rejects a response whose fields exceed their bounds,
 // naming the field and the limit.
+// maxGroups bounds the groups a response names.
+const maxGroups = 64
+
+// checkGroups bounds a response's groups: each is a name like by.
+func checkGroups(groups []string) error {
+	if len(groups) > maxGroups {
+		return fmt.Errorf("groups names %d groups; a response may name at most %d", len(groups), maxGroups)
+	}
+	for _, g := range groups {
+		if g == "" || len(g) > maxByBytes {
+			return fmt.Errorf("a group name must be 1 to %d bytes", maxByBytes)
+		}
+	}
+	return nil
+}
+
 func checkResponseSize(r Response) error {
 	for _, f := range []struct {
 		name string

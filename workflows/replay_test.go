@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -122,4 +124,26 @@ func callModel(ctx workflow.Context, in workflows.Input) (results.Message, error
 		Messages: []results.Message{results.UserText(in.Prompt)},
 	}).Get(ctx, &res)
 	return res.Response.Message, err
+}
+
+// denyEverything is a changed rule set that denies every call, and counts
+// how often it is asked.
+type denyEverything struct{ asked atomic.Int64 }
+
+func (d *denyEverything) Decide(policy.Call) policy.Decision {
+	d.asked.Add(1)
+	return policy.Decision{Action: policy.ActionDeny, Rule: "changed", Reason: "the rules changed"}
+}
+
+// A turn's approval decisions are in its history: replayed on a worker
+// whose rules now deny everything, the recorded turns (one allowed
+// without asking, one approved by a quorum, one escalated) replay as they
+// ran, and the new rules are never asked.
+func TestRuleChangeDoesNotChangeAReplayedHistory(t *testing.T) {
+	rules := &denyEverything{}
+	f := workflows.Features{Rules: true, Policy: rules}
+	for _, name := range []string{"rules_allowed", "rules_quorum", "rules_escalated"} {
+		require.NoError(t, replayWith(t, filepath.Join(corpus, name+".json"), f.AgentTurn), name)
+	}
+	require.Zero(t, rules.asked.Load())
 }

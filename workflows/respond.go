@@ -162,6 +162,16 @@ func (t *turn) validateResponse(r Response) error {
 			return err
 		}
 	}
+	if t.v >= rulesVersion {
+		if err := checkGroups(r.Groups); err != nil {
+			return err
+		}
+		if a := ruleWait(c); a != nil && (r.Decision == results.DecisionApprove || r.Decision == results.DecisionDeny) {
+			if err := t.checkApprover(c, a, r); err != nil {
+				return err
+			}
+		}
+	}
 	switch r.Decision {
 	case results.DecisionApprove:
 		if c.budget && len(r.Arguments) > 0 {

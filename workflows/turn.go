@@ -48,7 +48,8 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // that is not UTF-8; version 6 (setupFailedVersion) ends a turn that
 // fails in setup as failed, with its reason; version 7 (longTurnsVersion)
 // continues a grown turn as new; version 8 (modelQueuesVersion) sends
-// model calls to their provider's queue when the deployment has one.
+// model calls to their provider's queue when the deployment has one;
+// version 11 (rulesVersion) applies the worker's approval rules.
 // Turns that started before a version replay as they ran.
 const (
 	hardeningChange  = "hardening"
@@ -160,13 +161,19 @@ const setupFailedVersion = checkedVersion + 1
 // (Features.ModelQueues), where the server rate-limits it.
 const modelQueuesVersion = longTurnsVersion + 1
 
+// rulesVersion of the turn's change marker decides each call by the
+// worker's approval rules (rules.go), once, recorded in a SideEffect, and
+// enforces their groups, quorums, separation of duties and escalation.
+// Versions 9 (compaction) and 10 (agents) are being added in parallel.
+const rulesVersion = modelQueuesVersion + 3
+
 // fast reports whether the turn runs local tools locally and pins its
 // workspace tools (fastToolsVersion).
 func (t *turn) fast() bool { return t.v >= fastToolsVersion }
 
 func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
-	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, modelQueuesVersion)
+	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, rulesVersion)
 	t.ui = t.v >= uiVersion
 	t.byID = map[string]*call{}
 	t.nextSuffix = map[string]int{}
@@ -342,7 +349,7 @@ func (t *turn) run(ctx workflow.Context) (Result, error) {
 			t.status = StatusCompleted
 			break
 		}
-		step := t.startCalls(reply.ToolCalls)
+		step := t.startCalls(ctx, reply.ToolCalls)
 		if t.runStep(ctx, step) {
 			return Result{}, t.continueAsNew(ctx, step)
 		}

@@ -41,7 +41,11 @@ import (
 const (
 	TypeCallWaiting = "call.waiting"
 	TypeCallDecided = "call.decided"
-	TypeTurnEnded   = "turn.ended"
+	// TypeCallEscalated: a call an approval rule sent for approval went
+	// unanswered for the rule's escalate.after; the card says who may
+	// answer now (docs/approvals.md).
+	TypeCallEscalated = "call.escalated"
+	TypeTurnEnded     = "turn.ended"
 	// TypeTurnBudgetReached: the turn reached its budget and waits for a
 	// person; the card is its budget wait.
 	TypeTurnBudgetReached = "turn.budget_reached"
@@ -123,7 +127,7 @@ func (e Event) validate() error {
 		return errors.New("the event has no time")
 	}
 	switch e.Type {
-	case TypeCallWaiting, TypeCallDecided, TypeTurnBudgetReached:
+	case TypeCallWaiting, TypeCallDecided, TypeCallEscalated, TypeTurnBudgetReached:
 		if e.Card == nil || e.Card.CallID == "" {
 			return fmt.Errorf("a %s event needs the call's card", e.Type)
 		}

@@ -5,7 +5,7 @@
 //
 //	gateway --keys keys.json [--listen 127.0.0.1:8080] [--link-secret-file link.secret]
 //	gateway --dev                       anonymous access as "dev", loopback only
-//	gateway keys add --principal ops --scopes read,respond [--tools write_file] [--users ann] --file keys.json
+//	gateway keys add --principal ops --scopes read,respond [--tools write_file] [--users ann] [--groups leads] --file keys.json
 package main
 
 import (
@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if len(args) >= 2 && args[0] == "keys" && args[1] == "add" {
 		err = keysAdd(args[2:], stdout, stderr, getenv)
 	} else if len(args) >= 1 && args[0] == "keys" {
-		err = usageError{"usage: gateway keys add --principal NAME --scopes read,respond[,start] [--tools a,b] [--users ann,bob] --file keys.json"}
+		err = usageError{"usage: gateway keys add --principal NAME --scopes read,respond[,start] [--tools a,b] [--users ann,bob] [--groups leads] --file keys.json"}
 	} else {
 		err = serve(ctx, args, stderr, getenv)
 	}
@@ -71,6 +71,7 @@ func keysAdd(args []string, stdout, stderr io.Writer, getenv func(string) string
 	principal := fs.String("principal", "", "who the key speaks for: the `by` of its decisions (required)")
 	scopes := fs.String("scopes", "", "comma-separated `scopes`: read, respond, start, history, rerun (required)")
 	tools := fs.String("tools", "", "comma-separated `tools` whose calls the key may answer (default all)")
+	groups := fs.String("groups", "", "comma-separated `groups` the principal belongs to, for calls approval rules leave to a group (docs/approvals.md)")
 	users := fs.String("users", "", "comma-separated `users` whose turns alone the key lists, reads, answers and starts (default all)")
 	file := fs.String("file", getenv("TOLLGATE_GATEWAY_KEYS"), "keys `file` to append to, created if missing (TOLLGATE_GATEWAY_KEYS)")
 	if err := fs.Parse(args); err != nil {
@@ -83,7 +84,7 @@ func keysAdd(args []string, stdout, stderr io.Writer, getenv func(string) string
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	key, err := apikey.AddToFile(*file, *principal, sc, apikey.Limits{Tools: splitList(*tools), Users: splitList(*users)})
+	key, err := apikey.AddToFile(*file, *principal, sc, apikey.Limits{Tools: splitList(*tools), Users: splitList(*users), Groups: splitList(*groups)})
 	if err != nil {
 		return err
 	}

@@ -89,6 +89,11 @@ type Entry struct {
 	// Users, when set, limit the key to the turns of these users (the
 	// turn's user, TollgateUser): it sees, answers and starts only theirs.
 	Users []string `json:"users,omitempty"`
+	// Groups are the groups the key's principal belongs to: a call an
+	// approval rule leaves to a group (docs/approvals.md) takes approve
+	// and deny only from keys of its members. The gateway passes them to
+	// the turn with the principal; a respond body cannot set either.
+	Groups []string `json:"groups,omitempty"`
 	// Created is informational: when `gateway keys add` made the key.
 	Created time.Time `json:"created,omitzero"`
 }
@@ -143,6 +148,11 @@ func (e Entry) Validate() error {
 	for _, u := range e.Users {
 		if err := checkUser(u); err != nil {
 			return fmt.Errorf("key of %s: user %q %w", e.Principal, u, err)
+		}
+	}
+	for _, g := range e.Groups {
+		if !principalPattern.MatchString(g) {
+			return fmt.Errorf("key of %s: group %q must be 1 to 64 letters, digits or ._@+- and start with a letter or digit", e.Principal, g)
 		}
 	}
 	return nil
@@ -209,6 +219,8 @@ func New(principal string, scopes []Scope, tools []string) (key string, e Entry,
 type Limits struct {
 	Tools []string
 	Users []string
+	// Groups are not limits but memberships: see Entry.Groups.
+	Groups []string
 }
 
 // NewLimited is New with the key's limits.
@@ -218,7 +230,7 @@ func NewLimited(principal string, scopes []Scope, l Limits) (key string, e Entry
 		return "", Entry{}, fmt.Errorf("read randomness for a key: %w", err)
 	}
 	key = Prefix + base64.RawURLEncoding.EncodeToString(b)
-	e = Entry{Principal: principal, SHA256: Hash(key), Scopes: scopes, Tools: l.Tools, Users: l.Users, Created: time.Now().UTC().Truncate(time.Second)}
+	e = Entry{Principal: principal, SHA256: Hash(key), Scopes: scopes, Tools: l.Tools, Users: l.Users, Groups: l.Groups, Created: time.Now().UTC().Truncate(time.Second)}
 	if err := e.Validate(); err != nil {
 		return "", Entry{}, err
 	}
@@ -395,6 +407,7 @@ func (s *Set) find(sum []byte) (Entry, bool) {
 	e.Scopes = slices.Clone(e.Scopes)
 	e.Tools = slices.Clone(e.Tools)
 	e.Users = slices.Clone(e.Users)
+	e.Groups = slices.Clone(e.Groups)
 	return e, true
 }
 

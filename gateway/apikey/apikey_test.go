@@ -168,3 +168,11 @@ func TestUsersLimitAKey(t *testing.T) {
 		require.Error(t, e.Validate(), name)
 	}
 }
+
+func TestGroupsAreNamesLikePrincipals(t *testing.T) {
+	_, e, err := NewLimited("ann", []Scope{Respond}, Limits{Groups: []string{"leads", "ops"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"leads", "ops"}, e.Groups)
+	_, _, err = NewLimited("ann", []Scope{Respond}, Limits{Groups: []string{"le ads"}})
+	require.EqualError(t, err, `key of ann: group "le ads" must be 1 to 64 letters, digits or ._@+- and start with a letter or digit`)
+}

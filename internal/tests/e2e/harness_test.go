@@ -30,6 +30,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/model/providers"
 	"github.com/tollgate-dev/tollgate/model/scripted"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/tool"
@@ -106,6 +107,8 @@ type env struct {
 	// searchAttributes and webhooks are the workers' features.
 	searchAttributes bool
 	webhooks         webhook.Options
+	// rules are the workers' approval rules.
+	rules []policy.Rule
 
 	mu      sync.Mutex
 	caller  client.Client
@@ -230,6 +233,7 @@ func (e *env) startWorkerWith(opts worker.Options) *runningWorker {
 		Connections:      e.conns,
 		SearchAttributes: e.searchAttributes,
 		Webhooks:         e.webhooks,
+		Rules:            e.rules,
 	})
 	require.NoError(e.t, err)
 	e.mu.Lock()
