@@ -7,14 +7,16 @@ import (
 	"sync"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.temporal.io/sdk/activity"
+
+	"github.com/tollgate-dev/tollgate/stream"
 )
 
-// Progress is what a call's activity heartbeat details carry once its
-// server reports progress (notifications/progress for the call's
-// progressToken): how far it is, out of what total (0: unknown), and
-// what it says it is doing. A stream that forwards heartbeat details
-// shows it on the card.
+// Progress is what a call reports once its server sends progress
+// (notifications/progress for the call's progressToken): how far it is,
+// out of what total (0: unknown), and what it says it is doing. It goes
+// out through stream.Progress: the turn's live events carry it as a
+// tool_progress event (the card shows it), and it is the activity's
+// heartbeat details.
 type Progress struct {
 	Progress float64 `json:"progress"`
 	Total    float64 `json:"total,omitempty"`
@@ -33,14 +35,18 @@ type progressSink struct {
 	last *Progress
 }
 
-// newProgressSink records a call's progress as heartbeat details of the
-// activity ctx runs in (outside one, it is only kept).
+// newProgressSink reports a call's progress on the run ctx belongs to
+// (outside a tool run, it is only kept).
 func newProgressSink(ctx context.Context, token string) *progressSink {
 	p := &progressSink{token: token, record: func(Progress) {}}
-	if activity.IsActivity(ctx) {
-		p.record = func(pr Progress) { activity.RecordHeartbeat(ctx, pr) }
-	}
+	p.attach(ctx)
 	return p
+}
+
+// reporter is how progress leaves a run: stream.Progress, which RunTool
+// turns into the activity's heartbeat and the turn's tool_progress event.
+func reporter(ctx context.Context) func(Progress) {
+	return func(pr Progress) { stream.Progress(ctx, pr) }
 }
 
 func (p *progressSink) handle(_ context.Context, req *mcpsdk.ProgressNotificationClientRequest) {
@@ -57,15 +63,12 @@ func (p *progressSink) handle(_ context.Context, req *mcpsdk.ProgressNotificatio
 	record(pr)
 }
 
-// attach records progress as heartbeats of the activity ctx runs in
-// (a held call's next run).
+// attach reports progress on the tool run ctx belongs to (a held call's
+// next run).
 func (p *progressSink) attach(ctx context.Context) {
-	if !activity.IsActivity(ctx) {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.record = func(pr Progress) { activity.RecordHeartbeat(ctx, pr) }
+	p.record = reporter(ctx)
 }
 
 // detach stops recording: the run has ended.

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -34,6 +35,8 @@ func TestProgressNotificationsBecomeHeartbeatDetails(t *testing.T) {
 		}
 	})
 	env.RegisterActivityWithOptions(func(ctx context.Context) (results.Outcome, error) {
+		// As RunTool does: stream.Progress records the heartbeat.
+		ctx = stream.WithProgress(ctx, func(d any) { activity.RecordHeartbeat(ctx, d) })
 		return steps.Run(ctx, tool.Call{TurnID: "turn-p", CallID: "call-1"})
 	}, activity.RegisterOptions{Name: "steps"})
 	val, err := env.ExecuteActivity("steps")
