@@ -13,11 +13,13 @@ import (
 // what stops the servers when the worker does; nothing without --mcp.
 // conns is the worker's own store (sealed, refreshing), so MCP servers
 // read the same connections the built-in tools do.
-func openMCP(ctx context.Context, f flags, cfg mcp.Config, conns connections.Store, logger *slog.Logger) ([]tool.Tool, func(), error) {
+// auth, when set, runs MCP's authorization flow for servers that answer
+// 401 (see mcpOAuth).
+func openMCP(ctx context.Context, f flags, cfg mcp.Config, conns connections.Store, auth *mcp.OAuth, logger *slog.Logger) ([]tool.Tool, func(), error) {
 	if f.mcpConfig == "" {
 		return nil, func() {}, nil
 	}
-	ts, err := mcp.Open(ctx, cfg, mcp.Options{Connections: conns, StateDir: mcp.StateDir(f.dataDir), Logger: logger})
+	ts, err := mcp.Open(ctx, cfg, mcp.Options{Connections: conns, StateDir: mcp.StateDir(f.dataDir), Logger: logger, OAuth: auth})
 	if err != nil {
 		return nil, nil, err
 	}
