@@ -202,7 +202,7 @@ func run(f flags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	mcpTools, closeMCP, err := openMCP(ctx, f, mcpConfig, conns, auth, logger)
+	mcpSources, closeMCP, err := openMCP(ctx, f, mcpConfig, conns, auth, logger)
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func run(f flags, logger *slog.Logger) error {
 		SearchAttributes: useSearchAttributes(ctx, c, f, logger),
 		Webhooks:         hooks,
 		Connections:      conns,
-		Tools:            mcpTools,
+		ToolSources:      mcpSources,
 		Events:           events.publisher(),
 	})
 	if err != nil {

@@ -28,10 +28,11 @@ const (
 // mcpToolName is what Tollgate can put after "<server>.".
 var mcpToolName = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
-// adapt turns the listed tools into Tollgate tools. An override naming a
+// adapt turns the listed tools into Tollgate tools; tap says which the
+// server runs only as tasks. When strict (at start), an override naming a
 // tool the server does not list is an error: the operator meant to
 // restrict something, and a typo must not leave it unrestricted.
-func (s *server) adapt(listed []*mcpsdk.Tool) ([]tool.Tool, []Skipped, error) {
+func (s *server) adapt(listed []*mcpsdk.Tool, tap *taskTap, strict bool) ([]tool.Tool, []Skipped, error) {
 	byName := map[string]*mcpsdk.Tool{}
 	for _, t := range listed {
 		if t != nil {
@@ -39,14 +40,14 @@ func (s *server) adapt(listed []*mcpsdk.Tool) ([]tool.Tool, []Skipped, error) {
 		}
 	}
 	for _, name := range sortedKeys(s.cfg.Tools) {
-		if _, ok := byName[name]; !ok && name != "*" {
+		if _, ok := byName[name]; !ok && name != "*" && strict {
 			return nil, nil, fmt.Errorf("mcp server %s: the configuration overrides tool %q, which the server does not list (it lists %d tools)", s.name, name, len(byName))
 		}
 	}
 	var tools []tool.Tool
 	var skipped []Skipped
 	for _, name := range sortedKeys(byName) {
-		t, err := s.adaptOne(byName[name])
+		t, err := s.adaptOne(byName[name], tap)
 		if err != nil {
 			skipped = append(skipped, Skipped{Server: s.name, Tool: clean(name, 128), Reason: err.Error()})
 			continue
@@ -75,12 +76,12 @@ func (s *server) override(name string) Override {
 	return o
 }
 
-func (s *server) adaptOne(t *mcpsdk.Tool) (tool.Tool, error) {
+func (s *server) adaptOne(t *mcpsdk.Tool, tap *taskTap) (tool.Tool, error) {
 	o := s.override(t.Name)
 	if o.Disabled {
 		return nil, errors.New("disabled by the configuration")
 	}
-	if s.tasks.requiresTasks(t.Name) {
+	if tap.requiresTasks(t.Name) {
 		return nil, errors.New(`the server runs it only as a task (execution.taskSupport "required"), and Tollgate's MCP client does not make task-augmented calls`)
 	}
 	if !mcpToolName.MatchString(t.Name) {
