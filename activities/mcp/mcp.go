@@ -54,6 +54,12 @@
 // Every call carries a progress token; the server's progress for it
 // becomes the activity's heartbeat details (Progress).
 //
+// # Tasks
+//
+// A tool the server runs only as a task is called as one on an HTTP
+// server that declares task-augmented calls; the call polls the task,
+// durably, and fetches its result (see taskcall.go).
+//
 // # Authorization
 //
 // Requests to an HTTP server carry the turn user's stored connection for
@@ -612,6 +618,10 @@ type session struct {
 	proc *process
 	auth *userAuth
 	live *liveSet
+	// httpc is an HTTP session's client, for the requests the SDK does
+	// not make (tasks/*); tap reads what the SDK does not decode.
+	httpc *http.Client
+	tap   *taskTap
 	// over records that the server sent more than the session's bound.
 	over atomic.Bool
 }
@@ -689,9 +699,11 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 			headers.Set("Authorization", "Bearer "+tok)
 			sess.auth.store = nil
 		}
+		sess.httpc = httpClient(s.opts.HTTPClient, headers, s.cfg.sessionBudget(), &sess.over, so.tapOrNil())
+		sess.tap = so.tasks
 		transport = &mcpsdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
-			HTTPClient: httpClient(s.opts.HTTPClient, headers, s.cfg.sessionBudget(), &sess.over, so.tapOrNil()),
+			HTTPClient: sess.httpc,
 			// The standalone stream is open: a server may send a request
 			// that is not tied to the call's own request there (an
 			// elicitation, most often). A session runs one call, so the

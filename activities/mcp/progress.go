@@ -17,10 +17,16 @@ import (
 // out through stream.Progress: the turn's live events carry it as a
 // tool_progress event (the card shows it), and it is the activity's
 // heartbeat details.
+//
+// A call the server runs as a task reports its task too: Task is the
+// server's task id and Status the task's status (working, completed...),
+// with the server's status message as Message.
 type Progress struct {
 	Progress float64 `json:"progress"`
 	Total    float64 `json:"total,omitempty"`
 	Message  string  `json:"message,omitempty"`
+	Task     string  `json:"task,omitempty"`
+	Status   string  `json:"status,omitempty"`
 }
 
 // maxProgressMessage bounds the server's words about its progress.
@@ -56,6 +62,15 @@ func (p *progressSink) handle(_ context.Context, req *mcpsdk.ProgressNotificatio
 		return
 	}
 	pr := Progress{Progress: finite(req.Params.Progress), Total: finite(req.Params.Total), Message: oneLine(req.Params.Message, maxProgressMessage)}
+	p.mu.Lock()
+	p.last = &pr
+	record := p.record
+	p.mu.Unlock()
+	record(pr)
+}
+
+// report records pr as the call's latest progress and reports it.
+func (p *progressSink) report(pr Progress) {
 	p.mu.Lock()
 	p.last = &pr
 	record := p.record

@@ -81,8 +81,12 @@ func (s *server) adaptOne(t *mcpsdk.Tool, tap *taskTap) (tool.Tool, error) {
 	if o.Disabled {
 		return nil, errors.New("disabled by the configuration")
 	}
-	if tap.requiresTasks(t.Name) {
-		return nil, errors.New(`the server runs it only as a task (execution.taskSupport "required"), and Tollgate's MCP client does not make task-augmented calls`)
+	task := tap.requiresTasks(t.Name)
+	switch {
+	case task && s.cfg.Command != "":
+		return nil, errors.New(`the server runs it only as a task (execution.taskSupport "required"), and Tollgate makes task-augmented calls only to HTTP servers`)
+	case task && !tap.tasksForCalls():
+		return nil, errors.New(`the server runs it only as a task (execution.taskSupport "required") but does not declare task-augmented tools/call (capabilities.tasks.requests.tools.call)`)
 	}
 	if !mcpToolName.MatchString(t.Name) {
 		return nil, errors.New("its name has characters a Tollgate tool name cannot have (letters, digits, '_', '-' and inner '.')")
@@ -127,7 +131,7 @@ func (s *server) adaptOne(t *mcpsdk.Tool, tap *taskTap) (tool.Tool, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	return &mcpTool{srv: s, mcpName: t.Name, spec: spec}, nil
+	return &mcpTool{srv: s, mcpName: t.Name, spec: spec, task: task}, nil
 }
 
 // mcpTool is one MCP tool as a Tollgate tool.
@@ -135,6 +139,8 @@ type mcpTool struct {
 	srv     *server
 	mcpName string
 	spec    tool.Spec
+	// task: the server runs the tool only as a task (see taskcall.go).
+	task bool
 }
 
 func (t *mcpTool) Spec() tool.Spec { return t.spec }
@@ -157,6 +163,9 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 	}
 	if !found {
 		st = callState{Version: stateVersion, callKey: key, Tool: t.spec.Name}
+	}
+	if t.task {
+		return t.runTask(ctx, call, st, run)
 	}
 	var resumed *storedAnswer
 	if r := call.Resume; r != nil {
