@@ -51,8 +51,17 @@
 //
 // # Progress
 //
-// Every call carries a progress token; the server's progress for it
-// becomes the activity's heartbeat details (Progress).
+// Every call carries a progress token; the server's progress for it goes
+// out through stream.Progress (Progress): a tool_progress event of the
+// turn and the activity's heartbeat details.
+//
+// # Tool list changes
+//
+// A server that declares tools.listChanged keeps the session that listed
+// its tools open to say when they change; the Toolset then lists them
+// again (and every Options.RefreshInterval) and, as a tool.Source, tells
+// the worker's registry. Turns record their tools' specs when they
+// start, so a change reaches new turns only.
 //
 // # Tasks
 //
