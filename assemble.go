@@ -52,6 +52,11 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 	if err != nil {
 		return nil, err
 	}
+	for _, src := range cfg.ToolSources {
+		if err := registry.AddSource(src); err != nil {
+			return nil, err
+		}
+	}
 	router, err := providers.NewRouterWith(cfg.Models, cfg.Providers)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,11 @@ type Options struct {
 
 	// Tools are your own tools, registered beside the built-ins.
 	Tools []tool.Tool
+	// ToolSources are groups of tools that change while the worker runs
+	// (an *mcp.Toolset): their tools are registered as Tools are, and
+	// replaced when the group changes; turns started after a change see
+	// it.
+	ToolSources []tool.Source
 	// Builtins names the built-in tools to offer; nil offers all of them.
 	Builtins []string
 	// NoBuiltins offers none of the built-in tools.

@@ -46,13 +46,11 @@ func (a *Activities) RunTool(ctx context.Context, in RunToolInput) (results.Outc
 	info := activity.GetInfo(ctx)
 	ref := fmt.Sprintf("%s/%s/%d", in.TurnID, in.CallID, info.Attempt)
 
-	t, ok := a.Tools.Get(in.Tool)
+	t, schema, ok := a.Tools.Lookup(in.Tool)
 	if !ok {
 		return results.FailTool("unknown tool %q", in.Tool), nil
 	}
 	spec := t.Spec().WithDefaults()
-	// Registration compiled the schema; every registered tool has one.
-	schema, _ := a.Tools.Schema(in.Tool)
 	if err := schema.Validate(in.Arguments); err != nil {
 		return results.FailTool("invalid arguments for %s: %v", in.Tool, err), nil
 	}

@@ -54,6 +54,9 @@ type flags struct {
 	mcpConfig string
 	// oauthProviders names the OAuth providers file.
 	oauthProviders string
+	// oauthRedirectBase is the gateway's public URL, for MCP's
+	// authorization flow.
+	oauthRedirectBase string
 	// workerID and sharedWorkspace: see affinity.go.
 	workerID        string
 	sharedWorkspace bool
@@ -87,6 +90,7 @@ func main() {
 	flag.StringVar(&f.policy, "policy", os.Getenv("TOLLGATE_POLICY"), "approval rules `file` (YAML or JSON; TOLLGATE_POLICY), checked against every tool's argument schema at start")
 	flag.StringVar(&f.mcpConfig, "mcp", os.Getenv("TOLLGATE_MCP_CONFIG"), "MCP servers `file` (JSON) whose tools the worker offers as <server>.<tool> (TOLLGATE_MCP_CONFIG)")
 	flag.StringVar(&f.oauthProviders, "oauth-providers", os.Getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file` (JSON): tokens are refreshed before tools run, and with --dev the gateway runs the connect flow (TOLLGATE_OAUTH_PROVIDERS)")
+	flag.StringVar(&f.oauthRedirectBase, "oauth-redirect-base", os.Getenv("TOLLGATE_OAUTH_REDIRECT_BASE"), "the gateway's public base `URL`: turns on MCP's authorization flow, so an MCP server that answers 401 gets a connect link to its own authorization server (TOLLGATE_OAUTH_REDIRECT_BASE; with --dev, the dev gateway's address)")
 	flag.StringVar(&f.workerID, "worker-id", os.Getenv("TOLLGATE_WORKER_ID"), "this worker's `id`: its turns' file and shell calls run on task queue <task-queue>/ws/<id> (TOLLGATE_WORKER_ID; default host name and a hash of the workspace path)")
 	flag.BoolVar(&f.sharedWorkspace, "shared-workspace", envBool("TOLLGATE_SHARED_WORKSPACE"), "every worker sees the same workspace, so any worker runs file and shell calls (TOLLGATE_SHARED_WORKSPACE)")
 	flag.StringVar(&f.metricsAddr, "metrics", os.Getenv("TOLLGATE_METRICS_ADDR"), "serve Prometheus metrics at http://`host:port`/metrics, e.g. 127.0.0.1:9464 (TOLLGATE_METRICS_ADDR; off when empty)")
@@ -202,11 +206,15 @@ func run(f flags, logger *slog.Logger) error {
 			return err
 		}
 	}
-	conns, oauthProviders, err := openConnections(ctx, f, logger)
+	auth, err := mcpOAuth(f)
 	if err != nil {
 		return err
 	}
-	mcpTools, closeMCP, err := openMCP(ctx, f, mcpConfig, conns, logger)
+	conns, oauthProviders, err := openConnections(ctx, f, auth, logger)
+	if err != nil {
+		return err
+	}
+	mcpSources, closeMCP, err := openMCP(ctx, f, mcpConfig, conns, auth, logger)
 	if err != nil {
 		return err
 	}
@@ -225,7 +233,7 @@ func run(f flags, logger *slog.Logger) error {
 		SearchAttributes: useSearchAttributes(ctx, c, f, logger),
 		Webhooks:         hooks,
 		Connections:      conns,
-		Tools:            mcpTools,
+		ToolSources:      mcpSources,
 		Events:           events.publisher(),
 		Rules:            rules,
 	})

@@ -193,6 +193,14 @@ func (s *server) serviceToken(ctx context.Context) (string, error) {
 		return t.AccessToken, nil
 	}
 	o := s.cfg.OAuth
+	if o.Grant == grantIdentityAssertion {
+		tok, err := s.identityAssertionToken(ctx)
+		if err != nil {
+			return "", fmt.Errorf("get the worker's own token for %s: %w", s.name, s.redact(err))
+		}
+		s.svc.token = tok
+		return tok.AccessToken, nil
+	}
 	cc := oauth.ClientCredentials{ClientID: o.ClientID, Scopes: o.Scopes, HTTPClient: &http.Client{Timeout: 30 * time.Second}}
 	if s.opts.HTTPClient != nil {
 		cc.HTTPClient.Transport = s.opts.HTTPClient.Transport
@@ -233,5 +241,23 @@ type serviceTokens struct {
 }
 
 func (s *server) usesServiceToken() bool {
-	return s.cfg.OAuth != nil && s.cfg.OAuth.Grant == grantClientCredentials
+	return s.cfg.OAuth != nil && (s.cfg.OAuth.Grant == grantClientCredentials || s.cfg.OAuth.Grant == grantIdentityAssertion)
+}
+
+// identityAssertionToken gets the worker's own token by cross-app access.
+func (s *server) identityAssertionToken(ctx context.Context) (*oauth2.Token, error) {
+	o := s.cfg.OAuth
+	ia := oauth.IdentityAssertion{ClientID: o.ClientID, IdPTokenURL: o.IdPTokenURL, IdPClientID: o.IdPClientID, Scopes: o.Scopes, HTTPClient: &http.Client{Timeout: 30 * time.Second}}
+	if s.opts.HTTPClient != nil {
+		ia.HTTPClient.Transport = s.opts.HTTPClient.Transport
+	}
+	secret, err := o.ClientSecret.resolve(s.opts.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("oauth client_secret: %w", err)
+	}
+	ia.ClientSecret = secret
+	if ia.IDToken, err = o.IdentityToken.resolve(s.opts.Getenv); err != nil {
+		return nil, fmt.Errorf("oauth identity_token: %w", err)
+	}
+	return oauth.IdentityAssertionToken(ctx, oauth.MCPChallenge{ServerURL: s.cfg.URL}, ia)
 }

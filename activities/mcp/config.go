@@ -89,11 +89,20 @@ type ServerOAuth struct {
 	Grant      string   `json:"grant,omitempty"`
 	PrivateKey *Secret  `json:"private_key,omitempty"`
 	Scopes     []string `json:"scopes,omitempty"`
+	// Grant "identity_assertion" (cross-app access) also makes the
+	// worker's own tokens: IdentityToken, an identity provider's ID token,
+	// is exchanged at IdPTokenURL (as client IdPClientID) for an
+	// authorization grant the server's authorization server takes.
+	IdentityToken *Secret `json:"identity_token,omitempty"`
+	IdPTokenURL   string  `json:"idp_token_url,omitempty"`
+	IdPClientID   string  `json:"idp_client_id,omitempty"`
 }
 
-// grantClientCredentials is ServerOAuth.Grant for the worker's own
-// tokens.
-const grantClientCredentials = "client_credentials"
+// ServerOAuth.Grant values for the worker's own tokens.
+const (
+	grantClientCredentials = "client_credentials"
+	grantIdentityAssertion = "identity_assertion"
+)
 
 // Override is the operator's word on one tool; it wins over the
 // server's annotations.
@@ -282,8 +291,18 @@ func (s Server) validate(name string) error {
 			if s.OAuth.ClientSecret == nil && s.OAuth.PrivateKey == nil {
 				return errors.New(`"oauth" with grant client_credentials needs a "client_secret" or a "private_key"`)
 			}
+		case grantIdentityAssertion:
+			if s.OAuth.ClientSecret == nil || s.OAuth.IdentityToken == nil {
+				return errors.New(`"oauth" with grant identity_assertion needs a "client_secret" and an "identity_token"`)
+			}
+			if u, err := url.Parse(s.OAuth.IdPTokenURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+				return errors.New(`"oauth" with grant identity_assertion needs "idp_token_url", the identity provider's http(s) token endpoint`)
+			}
+			if err := s.OAuth.IdentityToken.validate(); err != nil {
+				return fmt.Errorf("oauth identity_token: %w", err)
+			}
 		default:
-			return fmt.Errorf(`"oauth" grant %q must be empty (each user connects) or client_credentials`, s.OAuth.Grant)
+			return fmt.Errorf(`"oauth" grant %q must be empty (each user connects), client_credentials or identity_assertion`, s.OAuth.Grant)
 		}
 	}
 	if t := time.Duration(s.Timeout); t < 0 || t > maxTimeout || (t > 0 && t < time.Second) {

@@ -113,6 +113,8 @@ func TestOAuthEntriesAreChecked(t *testing.T) {
 		{"no client", `{"client_secret": "s"}`, `needs a "client_id"`},
 		{"grant", `{"client_id": "c", "grant": "password"}`, `grant "password"`},
 		{"cc without a credential", `{"client_id": "c", "grant": "client_credentials"}`, `needs a "client_secret" or a "private_key"`},
+		{"identity assertion without a token", `{"client_id": "c", "client_secret": "s", "grant": "identity_assertion", "idp_token_url": "https://idp.example/token"}`, `needs a "client_secret" and an "identity_token"`},
+		{"identity assertion without the identity provider", `{"client_id": "c", "client_secret": "s", "grant": "identity_assertion", "identity_token": {"env": "ID_TOKEN"}}`, `needs "idp_token_url"`},
 		{"secret with a line break", `{"client_id": "c", "client_secret": "a\nb"}`, "line break"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

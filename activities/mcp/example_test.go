@@ -8,9 +8,10 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/mcp"
 	"github.com/tollgate-dev/tollgate/connections"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/tool"
 )
 
-// A worker of your own offers MCP tools through tollgate.Options.Tools,
+// A worker of your own offers MCP tools through tollgate.Options.ToolSources,
 // keeping waiting calls' answers in its data directory.
 func ExampleOpen() {
 	cfg, err := mcp.LoadConfig("mcp.json")
@@ -29,7 +30,8 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer ts.Close()
-	plugin, err := tollgate.NewPlugin(tollgate.Options{DataDir: dataDir, Connections: conns, Tools: ts.Tools()})
+	// As a source, the worker's tools follow the servers' changes.
+	plugin, err := tollgate.NewPlugin(tollgate.Options{DataDir: dataDir, Connections: conns, ToolSources: []tool.Source{ts}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -73,6 +73,9 @@ func newHTTPFixture(t testing.TB, mutate func(*Server)) *httpFixture {
 		Getenv:      func(k string) string { return env[k] },
 	})
 	require.NoError(t, err)
+	// Before the server's own Close, which waits for the session kept
+	// open to hear the tool list change.
+	t.Cleanup(ts.Close)
 	f.ts = ts
 	return f
 }

@@ -51,8 +51,23 @@
 //
 // # Progress
 //
-// Every call carries a progress token; the server's progress for it
-// becomes the activity's heartbeat details (Progress).
+// Every call carries a progress token; the server's progress for it goes
+// out through stream.Progress (Progress): a tool_progress event of the
+// turn and the activity's heartbeat details.
+//
+// # Tool list changes
+//
+// A server that declares tools.listChanged keeps the session that listed
+// its tools open to say when they change; the Toolset then lists them
+// again (and every Options.RefreshInterval) and, as a tool.Source, tells
+// the worker's registry. Turns record their tools' specs when they
+// start, so a change reaches new turns only.
+//
+// # Tasks
+//
+// A tool the server runs only as a task is called as one on an HTTP
+// server that declares task-augmented calls; the call polls the task,
+// durably, and fetches its result (see taskcall.go).
 //
 // # Authorization
 //
@@ -78,7 +93,9 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -122,6 +139,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logger receives what the servers' sessions report; nil discards it.
 	Logger *slog.Logger
+	// RefreshInterval is how often every server's tools are listed again
+	// (0: only when a server says they changed, and on Refresh).
+	RefreshInterval time.Duration
 	// OAuth, when set, runs MCP's authorization flow for an HTTP server
 	// that answers 401: Tollgate discovers its authorization server,
 	// registers itself there, and keeps the result in OAuth.Registry as
@@ -190,11 +210,23 @@ func (e *ConnectionNeeded) Error() string {
 // records of calls waiting for an answer (Options.StateDir).
 func StateDir(dataDir string) string { return filepath.Join(dataDir, "mcp") }
 
-// Toolset is the tools of every configured server.
+// Toolset is the tools of every configured server. A server's tools are
+// listed again when it says they changed (notifications/tools/list_changed,
+// on a session Tollgate keeps open to the servers that can say so, or on
+// any call's session), every Options.RefreshInterval, and on Refresh; as
+// a tool.Source (tollgate.Options.ToolSources) the worker's registry
+// follows the changes.
 type Toolset struct {
-	tools   []tool.Tool
-	skipped []Skipped
 	live    *liveSet
+	servers []*server
+	logger  *slog.Logger
+	stop    context.CancelFunc
+	loops   sync.WaitGroup
+
+	mu       sync.Mutex
+	tools    map[string][]tool.Tool
+	skipped  map[string][]Skipped
+	watchers []func() error
 }
 
 // Skipped is a tool a server listed that Tollgate does not offer, and
@@ -205,17 +237,138 @@ type Skipped struct {
 	Reason string
 }
 
-// Tools returns the tools, in server and tool name order.
-func (t *Toolset) Tools() []tool.Tool { return slices.Clone(t.tools) }
+// Tools returns the tools now, in server and tool name order.
+func (t *Toolset) Tools() []tool.Tool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []tool.Tool
+	for _, s := range t.servers {
+		out = append(out, t.tools[s.name]...)
+	}
+	return out
+}
 
 // Skipped lists the tools left out, for the worker's log.
-func (t *Toolset) Skipped() []Skipped { return slices.Clone(t.skipped) }
+func (t *Toolset) Skipped() []Skipped {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Skipped
+	for _, s := range t.servers {
+		out = append(out, t.skipped[s.name]...)
+	}
+	return out
+}
 
-// Close kills every server process still running a call. The worker
-// calls it on shutdown, after its activities have had their stop
-// timeout: what runs then would be cut off anyway.
+// Watch has fn called after the tools changed (tool.Source).
+func (t *Toolset) Watch(fn func() error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.watchers = append(t.watchers, fn)
+}
+
+var _ tool.Source = (*Toolset)(nil)
+
+// Close stops following the servers' tool lists and kills every server
+// process still running a call. The worker calls it on shutdown, after
+// its activities have had their stop timeout: what runs then would be
+// cut off anyway.
 func (t *Toolset) Close() {
+	t.stop()
+	t.loops.Wait()
+	for _, s := range t.servers {
+		s.closeWatch()
+	}
 	t.live.killAll()
+}
+
+// Refresh lists every server's tools again now and reports whether any
+// changed. A server that cannot be listed keeps its earlier tools (its
+// error is returned).
+func (t *Toolset) Refresh(ctx context.Context) (bool, error) {
+	var errs []error
+	changed := false
+	for _, s := range t.servers {
+		c, err := t.refresh(ctx, s)
+		changed = changed || c
+		errs = append(errs, err)
+	}
+	return changed, errors.Join(errs...)
+}
+
+// refresh lists s's tools again and, when they differ from those offered,
+// offers the new ones and tells the watchers. Refreshes of one server
+// run one at a time.
+func (t *Toolset) refresh(ctx context.Context, s *server) (bool, error) {
+	s.refreshing.Lock()
+	defer s.refreshing.Unlock()
+	listed, tap, err := s.listTools(ctx)
+	if err != nil {
+		t.logger.Warn("MCP tool list not refreshed; the earlier tools stay", "mcp_server", s.name, "error", err)
+		return false, err
+	}
+	// An override naming a tool the server no longer lists restricts
+	// nothing now; at start it is an error (a typo), here it is not.
+	tools, skipped, err := s.adapt(listed, tap, false)
+	if err != nil {
+		return false, err
+	}
+	t.mu.Lock()
+	if sameSpecs(t.tools[s.name], tools) {
+		t.skipped[s.name] = skipped
+		t.mu.Unlock()
+		return false, nil
+	}
+	t.tools[s.name], t.skipped[s.name] = tools, skipped
+	watchers := slices.Clone(t.watchers)
+	t.mu.Unlock()
+	t.logger.Info("MCP server's tools changed; turns started from now on see the new list", "mcp_server", s.name, "tools", len(tools))
+	for _, sk := range skipped {
+		t.logger.Warn("MCP tool not offered", "server", sk.Server, "tool", sk.Tool, "reason", sk.Reason)
+	}
+	for _, fn := range watchers {
+		if err := fn(); err != nil {
+			t.logger.Warn("The worker kept the earlier tools of an MCP server", "mcp_server", s.name, "error", err)
+		}
+	}
+	return true, nil
+}
+
+// sameSpecs says whether two tool lists offer the same specs.
+func sameSpecs(a, b []tool.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, err1 := json.Marshal(tool.Describe(a[i]))
+		y, err2 := json.Marshal(tool.Describe(b[i]))
+		if err1 != nil || err2 != nil || !bytes.Equal(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// follow refreshes s when it says its tools changed, and every interval
+// (0: only when it says so), until ctx ends.
+func (t *Toolset) follow(ctx context.Context, s *server, interval time.Duration) {
+	defer t.loops.Done()
+	var tick <-chan time.Time
+	if interval > 0 {
+		tk := time.NewTicker(interval)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.changed:
+		case <-tick:
+		}
+		rctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
+		_, _ = t.refresh(rctx, s)
+		cancel()
+	}
 }
 
 // Open starts every configured server, lists its tools and returns them.
@@ -239,27 +392,39 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Toolset, error) {
 	live := &liveSet{m: map[*process]struct{}{}}
 	names := sortedKeys(cfg.Servers)
 	found := make([][]*mcpsdk.Tool, len(names))
+	taps := make([]*taskTap, len(names))
 	errs := make([]error, len(names))
 	servers := make([]*server, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		servers[i] = &server{name: name, cfg: cfg.Servers[name], opts: opts, states: states, live: live}
+		servers[i] = &server{name: name, cfg: cfg.Servers[name], opts: opts, states: states, live: live, changed: make(chan struct{}, 1)}
 		wg.Go(func() {
-			found[i], errs[i] = servers[i].listTools(ctx)
+			found[i], taps[i], errs[i] = servers[i].listTools(ctx)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
+		for _, s := range servers {
+			s.closeWatch()
+		}
 		return nil, err
 	}
-	ts := &Toolset{live: live}
+	ts := &Toolset{live: live, servers: servers, logger: opts.Logger, tools: map[string][]tool.Tool{}, skipped: map[string][]Skipped{}}
 	for i, s := range servers {
-		tools, skipped, err := s.adapt(found[i])
+		tools, skipped, err := s.adapt(found[i], taps[i], true)
 		if err != nil {
+			for _, s := range servers {
+				s.closeWatch()
+			}
 			return nil, err
 		}
-		ts.tools = append(ts.tools, tools...)
-		ts.skipped = append(ts.skipped, skipped...)
+		ts.tools[s.name], ts.skipped[s.name] = tools, skipped
+	}
+	followCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	ts.stop = stop
+	for _, s := range servers {
+		ts.loops.Add(1)
+		go ts.follow(followCtx, s, opts.RefreshInterval)
 	}
 	return ts, nil
 }
@@ -294,8 +459,14 @@ type server struct {
 	opts   Options
 	states stateStore
 	live   *liveSet
-	// tasks says which listed tools the server runs only as tasks.
-	tasks *taskTap
+	// changed is signalled when the server says its tools changed.
+	changed chan struct{}
+	// refreshing serializes listing the server's tools again.
+	refreshing sync.Mutex
+	// watch is the session kept open to hear the server's
+	// notifications/tools/list_changed (nil: none open).
+	watchMu sync.Mutex
+	watch   *session
 	// held are the calls held open on this worker for an answer.
 	held heldCalls
 	// svc is the worker's own token (client_credentials).
@@ -305,38 +476,106 @@ type server struct {
 // maxTools bounds what one server may list.
 const maxTools = 512
 
-// listTools opens a discovery session and lists the server's tools.
-func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, error) {
+// listTools opens a discovery session and lists the server's tools, and
+// which of them the server runs only as tasks. A server that can say its
+// tools changed keeps the session open for that, if none is open yet.
+func (s *server) listTools(ctx context.Context) ([]*mcpsdk.Tool, *taskTap, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
-	s.tasks = newTaskTap()
-	sess, err := s.connect(ctx, sessionOptions{discovery: true, tasks: s.tasks, user: s.opts.DiscoveryUser})
+	tap := newTaskTap()
+	sess, err := s.connect(ctx, sessionOptions{discovery: true, tasks: tap, user: s.opts.DiscoveryUser})
 	if err != nil {
 		if c, _ := sess.challenged(); c != nil {
-			return nil, s.discoveryRefused(ctx, c)
+			return nil, nil, s.discoveryRefused(ctx, c)
 		}
-		return nil, fmt.Errorf("mcp server %s: %w", s.name, s.redact(err))
+		return nil, nil, fmt.Errorf("mcp server %s: %w", s.name, s.redact(err))
 	}
-	defer sess.close(ctx)
-	if ir := sess.cs.InitializeResult(); ir != nil {
+	kept := false
+	defer func() {
+		if !kept {
+			sess.close(ctx)
+		}
+	}()
+	ir := sess.cs.InitializeResult()
+	if ir != nil {
 		// Each server gets the newest revision both speak; which one
 		// decides how its questions come (see the package documentation).
-		s.opts.Logger.Info("MCP server connected", "mcp_server", s.name, "protocol_version", ir.ProtocolVersion)
+		s.opts.Logger.Debug("MCP server connected", "mcp_server", s.name, "protocol_version", ir.ProtocolVersion)
 	}
 	var tools []*mcpsdk.Tool
 	for t, err := range sess.cs.Tools(ctx, nil) {
 		if err != nil {
 			if c, _ := sess.challenged(); c != nil {
-				return nil, s.discoveryRefused(ctx, c)
+				return nil, nil, s.discoveryRefused(ctx, c)
 			}
-			return nil, fmt.Errorf("mcp server %s: list tools: %w", s.name, s.redact(err))
+			return nil, nil, fmt.Errorf("mcp server %s: list tools: %w", s.name, s.redact(err))
 		}
 		if len(tools) == maxTools {
-			return nil, fmt.Errorf("mcp server %s lists more than %d tools", s.name, maxTools)
+			return nil, nil, fmt.Errorf("mcp server %s lists more than %d tools", s.name, maxTools)
 		}
 		tools = append(tools, t)
 	}
-	return tools, nil
+	if ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools != nil && ir.Capabilities.Tools.ListChanged {
+		kept = s.keepWatch(sess)
+	}
+	return tools, tap, nil
+}
+
+// keepWatch keeps sess open to hear the server's list_changed, unless a
+// session does that already. When the kept session ends (the server
+// went away), the next refresh opens another.
+func (s *server) keepWatch(sess *session) bool {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.watch != nil {
+		return false
+	}
+	s.watch = sess
+	if sess.proc != nil {
+		// The live set is the calls' processes; Close ends this one
+		// itself.
+		s.live.remove(sess.proc)
+	}
+	go func() {
+		_ = sess.cs.Wait()
+		s.watchMu.Lock()
+		lost := s.watch == sess
+		if lost {
+			s.watch = nil
+		}
+		s.watchMu.Unlock()
+		sess.close(context.Background())
+		if lost {
+			// The server went away (a restart, say): list its tools
+			// again in a while, which opens another session to hear it.
+			time.AfterFunc(watchRetry, func() { s.toolsChanged(context.Background(), nil) })
+		}
+	}()
+	return true
+}
+
+// watchRetry is how long after losing the kept session its server's
+// tools are listed again.
+var watchRetry = 30 * time.Second
+
+// closeWatch closes the kept session, if any.
+func (s *server) closeWatch() {
+	s.watchMu.Lock()
+	sess := s.watch
+	s.watch = nil
+	s.watchMu.Unlock()
+	if sess != nil {
+		sess.close(context.Background())
+	}
+}
+
+// toolsChanged asks for the server's tools to be listed again.
+func (s *server) toolsChanged(context.Context, *mcpsdk.ToolListChangedRequest) {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+		// A refresh is pending already.
+	}
 }
 
 // discoveryRefused is Open's error for a server that refused to list its
@@ -388,6 +627,10 @@ type session struct {
 	proc *process
 	auth *userAuth
 	live *liveSet
+	// httpc is an HTTP session's client, for the requests the SDK does
+	// not make (tasks/*); tap reads what the SDK does not decode.
+	httpc *http.Client
+	tap   *taskTap
 	// over records that the server sent more than the session's bound.
 	over atomic.Bool
 }
@@ -415,6 +658,10 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 	}
 	if so.progress != nil {
 		copts.ProgressNotificationHandler = so.progress.handle
+	}
+	if s.changed != nil {
+		// Any session may hear that the server's tools changed.
+		copts.ToolListChangedHandler = s.toolsChanged
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "tollgate", Version: "1"}, copts)
 	sess := &session{live: s.live}
@@ -461,9 +708,11 @@ func (s *server) connect(ctx context.Context, so sessionOptions) (*session, erro
 			headers.Set("Authorization", "Bearer "+tok)
 			sess.auth.store = nil
 		}
+		sess.httpc = httpClient(s.opts.HTTPClient, headers, s.cfg.sessionBudget(), &sess.over, so.tapOrNil())
+		sess.tap = so.tasks
 		transport = &mcpsdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
-			HTTPClient: httpClient(s.opts.HTTPClient, headers, s.cfg.sessionBudget(), &sess.over, so.tapOrNil()),
+			HTTPClient: sess.httpc,
 			// The standalone stream is open: a server may send a request
 			// that is not tied to the call's own request there (an
 			// elicitation, most often). A session runs one call, so the

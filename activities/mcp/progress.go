@@ -7,18 +7,26 @@ import (
 	"sync"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.temporal.io/sdk/activity"
+
+	"github.com/tollgate-dev/tollgate/stream"
 )
 
-// Progress is what a call's activity heartbeat details carry once its
-// server reports progress (notifications/progress for the call's
-// progressToken): how far it is, out of what total (0: unknown), and
-// what it says it is doing. A stream that forwards heartbeat details
-// shows it on the card.
+// Progress is what a call reports once its server sends progress
+// (notifications/progress for the call's progressToken): how far it is,
+// out of what total (0: unknown), and what it says it is doing. It goes
+// out through stream.Progress: the turn's live events carry it as a
+// tool_progress event (the card shows it), and it is the activity's
+// heartbeat details.
+//
+// A call the server runs as a task reports its task too: Task is the
+// server's task id and Status the task's status (working, completed...),
+// with the server's status message as Message.
 type Progress struct {
 	Progress float64 `json:"progress"`
 	Total    float64 `json:"total,omitempty"`
 	Message  string  `json:"message,omitempty"`
+	Task     string  `json:"task,omitempty"`
+	Status   string  `json:"status,omitempty"`
 }
 
 // maxProgressMessage bounds the server's words about its progress.
@@ -33,14 +41,18 @@ type progressSink struct {
 	last *Progress
 }
 
-// newProgressSink records a call's progress as heartbeat details of the
-// activity ctx runs in (outside one, it is only kept).
+// newProgressSink reports a call's progress on the run ctx belongs to
+// (outside a tool run, it is only kept).
 func newProgressSink(ctx context.Context, token string) *progressSink {
 	p := &progressSink{token: token, record: func(Progress) {}}
-	if activity.IsActivity(ctx) {
-		p.record = func(pr Progress) { activity.RecordHeartbeat(ctx, pr) }
-	}
+	p.attach(ctx)
 	return p
+}
+
+// reporter is how progress leaves a run: stream.Progress, which RunTool
+// turns into the activity's heartbeat and the turn's tool_progress event.
+func reporter(ctx context.Context) func(Progress) {
+	return func(pr Progress) { stream.Progress(ctx, pr) }
 }
 
 func (p *progressSink) handle(_ context.Context, req *mcpsdk.ProgressNotificationClientRequest) {
@@ -57,15 +69,21 @@ func (p *progressSink) handle(_ context.Context, req *mcpsdk.ProgressNotificatio
 	record(pr)
 }
 
-// attach records progress as heartbeats of the activity ctx runs in
-// (a held call's next run).
+// report records pr as the call's latest progress and reports it.
+func (p *progressSink) report(pr Progress) {
+	p.mu.Lock()
+	p.last = &pr
+	record := p.record
+	p.mu.Unlock()
+	record(pr)
+}
+
+// attach reports progress on the tool run ctx belongs to (a held call's
+// next run).
 func (p *progressSink) attach(ctx context.Context) {
-	if !activity.IsActivity(ctx) {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.record = func(pr Progress) { activity.RecordHeartbeat(ctx, pr) }
+	p.record = reporter(ctx)
 }
 
 // detach stops recording: the run has ended.

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -34,6 +35,8 @@ func TestProgressNotificationsBecomeHeartbeatDetails(t *testing.T) {
 		}
 	})
 	env.RegisterActivityWithOptions(func(ctx context.Context) (results.Outcome, error) {
+		// As RunTool does: stream.Progress records the heartbeat.
+		ctx = stream.WithProgress(ctx, func(d any) { activity.RecordHeartbeat(ctx, d) })
 		return steps.Run(ctx, tool.Call{TurnID: "turn-p", CallID: "call-1"})
 	}, activity.RegisterOptions{Name: "steps"})
 	val, err := env.ExecuteActivity("steps")
@@ -47,7 +50,7 @@ func TestProgressNotificationsBecomeHeartbeatDetails(t *testing.T) {
 	// The SDK throttles heartbeats: the first goes at once, later ones
 	// at most once per throttle interval, so a quick call shows its first.
 	require.NotEmpty(t, seen)
-	require.Equal(t, Progress{1, 3, "step 1[0m"}, seen[0], "the control character is cleaned out")
+	require.Equal(t, Progress{Progress: 1, Total: 3, Message: "step 1[0m"}, seen[0], "the control character is cleaned out")
 	for _, p := range seen {
 		require.NotEqual(t, float64(99), p.Progress, "another token's progress is not recorded")
 	}

@@ -41,6 +41,9 @@ type callState struct {
 	// the answers gathered so far. The call is issued again only when
 	// every request has its answer; no session stays open meanwhile.
 	Round *round `json:"round,omitempty"`
+	// Task is the server's task running the call (a task-augmented call):
+	// an attempt that finds it polls the task rather than calling again.
+	Task string `json:"task,omitempty"`
 	// SavedBy is the activity run that saved this state: a retried
 	// attempt of that run finds its answer already among Answers.
 	SavedBy string    `json:"saved_by,omitempty"`

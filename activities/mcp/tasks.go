@@ -6,15 +6,19 @@ import (
 	"sync"
 )
 
-// taskTap reads what a discovery session receives for the tools that
-// declare execution.taskSupport. The SDK's Tool type has no field for it,
-// and a tool whose server requires task-augmented calls fails every
-// plain call, so such a tool must not be offered: Tollgate's client does
-// not make task-augmented calls.
+// taskTap reads what a session receives for what the SDK does not
+// decode: the tools that declare execution.taskSupport (the SDK's Tool
+// type has no field for it) and whether the server declares task-augmented
+// tools/call (capabilities.tasks.requests.tools.call; the SDK's
+// ServerCapabilities has none either). A tool whose server requires
+// task-augmented calls fails every plain call.
 type taskTap struct {
 	mu       sync.Mutex
 	line     []byte
 	required map[string]bool
+	// serverTasks: the server said, when the session began, that it runs
+	// tools/call as tasks.
+	serverTasks bool
 }
 
 // maxTapLine bounds one message the tap looks at; a tools/list result is
@@ -57,6 +61,24 @@ func (t *taskTap) flush() {
 
 func (t *taskTap) scan(line []byte) {
 	line = bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(line), []byte("data:")))
+	if bytes.Contains(line, []byte(`"capabilities"`)) && bytes.Contains(line, []byte(`"tasks"`)) {
+		var init struct {
+			Result struct {
+				Capabilities struct {
+					Tasks struct {
+						Requests struct {
+							Tools struct {
+								Call *json.RawMessage `json:"call"`
+							} `json:"tools"`
+						} `json:"requests"`
+					} `json:"tasks"`
+				} `json:"capabilities"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(line, &init) == nil && init.Result.Capabilities.Tasks.Requests.Tools.Call != nil {
+			t.serverTasks = true
+		}
+	}
 	if !bytes.Contains(line, []byte(`"taskSupport"`)) {
 		return
 	}
@@ -90,4 +112,16 @@ func (t *taskTap) requiresTasks(name string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.required[name]
+}
+
+// tasksForCalls says whether the server declared task-augmented
+// tools/call when the session began.
+func (t *taskTap) tasksForCalls() bool {
+	if t == nil {
+		return false
+	}
+	t.flush()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.serverTasks
 }

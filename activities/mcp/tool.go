@@ -28,10 +28,11 @@ const (
 // mcpToolName is what Tollgate can put after "<server>.".
 var mcpToolName = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
-// adapt turns the listed tools into Tollgate tools. An override naming a
+// adapt turns the listed tools into Tollgate tools; tap says which the
+// server runs only as tasks. When strict (at start), an override naming a
 // tool the server does not list is an error: the operator meant to
 // restrict something, and a typo must not leave it unrestricted.
-func (s *server) adapt(listed []*mcpsdk.Tool) ([]tool.Tool, []Skipped, error) {
+func (s *server) adapt(listed []*mcpsdk.Tool, tap *taskTap, strict bool) ([]tool.Tool, []Skipped, error) {
 	byName := map[string]*mcpsdk.Tool{}
 	for _, t := range listed {
 		if t != nil {
@@ -39,14 +40,14 @@ func (s *server) adapt(listed []*mcpsdk.Tool) ([]tool.Tool, []Skipped, error) {
 		}
 	}
 	for _, name := range sortedKeys(s.cfg.Tools) {
-		if _, ok := byName[name]; !ok && name != "*" {
+		if _, ok := byName[name]; !ok && name != "*" && strict {
 			return nil, nil, fmt.Errorf("mcp server %s: the configuration overrides tool %q, which the server does not list (it lists %d tools)", s.name, name, len(byName))
 		}
 	}
 	var tools []tool.Tool
 	var skipped []Skipped
 	for _, name := range sortedKeys(byName) {
-		t, err := s.adaptOne(byName[name])
+		t, err := s.adaptOne(byName[name], tap)
 		if err != nil {
 			skipped = append(skipped, Skipped{Server: s.name, Tool: clean(name, 128), Reason: err.Error()})
 			continue
@@ -75,13 +76,17 @@ func (s *server) override(name string) Override {
 	return o
 }
 
-func (s *server) adaptOne(t *mcpsdk.Tool) (tool.Tool, error) {
+func (s *server) adaptOne(t *mcpsdk.Tool, tap *taskTap) (tool.Tool, error) {
 	o := s.override(t.Name)
 	if o.Disabled {
 		return nil, errors.New("disabled by the configuration")
 	}
-	if s.tasks.requiresTasks(t.Name) {
-		return nil, errors.New(`the server runs it only as a task (execution.taskSupport "required"), and Tollgate's MCP client does not make task-augmented calls`)
+	task := tap.requiresTasks(t.Name)
+	switch {
+	case task && s.cfg.Command != "":
+		return nil, errors.New(`the server runs it only as a task (execution.taskSupport "required"), and Tollgate makes task-augmented calls only to HTTP servers`)
+	case task && !tap.tasksForCalls():
+		return nil, errors.New(`the server runs it only as a task (execution.taskSupport "required") but does not declare task-augmented tools/call (capabilities.tasks.requests.tools.call)`)
 	}
 	if !mcpToolName.MatchString(t.Name) {
 		return nil, errors.New("its name has characters a Tollgate tool name cannot have (letters, digits, '_', '-' and inner '.')")
@@ -126,7 +131,7 @@ func (s *server) adaptOne(t *mcpsdk.Tool) (tool.Tool, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	return &mcpTool{srv: s, mcpName: t.Name, spec: spec}, nil
+	return &mcpTool{srv: s, mcpName: t.Name, spec: spec, task: task}, nil
 }
 
 // mcpTool is one MCP tool as a Tollgate tool.
@@ -134,6 +139,8 @@ type mcpTool struct {
 	srv     *server
 	mcpName string
 	spec    tool.Spec
+	// task: the server runs the tool only as a task (see taskcall.go).
+	task bool
 }
 
 func (t *mcpTool) Spec() tool.Spec { return t.spec }
@@ -156,6 +163,9 @@ func (t *mcpTool) run(ctx context.Context, call tool.Call, r activityRun) (resul
 	}
 	if !found {
 		st = callState{Version: stateVersion, callKey: key, Tool: t.spec.Name}
+	}
+	if t.task {
+		return t.runTask(ctx, call, st, run)
 	}
 	var resumed *storedAnswer
 	if r := call.Resume; r != nil {

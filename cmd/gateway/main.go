@@ -111,6 +111,7 @@ type serveFlags struct {
 	keys                        string
 	linkSecret, sessionSecret   string
 	oauthProviders              string
+	mcpOAuth                    bool
 	tlsCert, tlsKey             string
 	dev                         bool
 	respondTimeout              time.Duration
@@ -133,6 +134,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 	fs.StringVar(&f.keys, "keys", getenv("TOLLGATE_GATEWAY_KEYS"), "API keys `file` (TOLLGATE_GATEWAY_KEYS); see `gateway keys add`")
 	fs.StringVar(&f.linkSecret, "link-secret-file", getenv("TOLLGATE_LINK_SECRET_FILE"), "`file` with the secret one-click links, connect links and sign-in states are signed with; unset turns /v1/links off (TOLLGATE_LINK_SECRET_FILE)")
 	fs.StringVar(&f.oauthProviders, "oauth-providers", getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file`: turns on the connect flow (/v1/connect, /v1/oauth/callback, DELETE /v1/connections); needs --link-secret-file and the workers' --data (TOLLGATE_OAUTH_PROVIDERS)")
+	fs.BoolVar(&f.mcpOAuth, "mcp-oauth", getenv("TOLLGATE_MCP_OAUTH") == "1", "turn on the connect flow for the providers workers discovered for their MCP servers (MCP's authorization flow, in the data directory's oauth-registry); needs --link-secret-file and the workers' --data (TOLLGATE_MCP_OAUTH=1)")
 	fs.StringVar(&f.sessionSecret, "session-secret-file", getenv("TOLLGATE_GATEWAY_SESSION_SECRET_FILE"), "`file` with the secret inbox sessions are signed with; unset generates one per process, so a restart signs everyone out (TOLLGATE_GATEWAY_SESSION_SECRET_FILE)")
 	fs.StringVar(&f.tlsCert, "tls-cert", getenv("TOLLGATE_GATEWAY_TLS_CERT"), "serve HTTPS with this certificate `file` (TOLLGATE_GATEWAY_TLS_CERT)")
 	fs.StringVar(&f.tlsKey, "tls-key", getenv("TOLLGATE_GATEWAY_TLS_KEY"), "and this key `file` (TOLLGATE_GATEWAY_TLS_KEY)")
@@ -185,7 +187,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, getenv func(str
 			return fmt.Errorf("link secret: %w", err)
 		}
 	}
-	connect, err := connectOptions(ctx, f.oauthProviders, f.linkSecret, f.dataDir, getenv)
+	connect, err := connectOptions(ctx, f.oauthProviders, f.mcpOAuth, f.linkSecret, f.dataDir, getenv)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,11 @@ func newHarness(_ context.Context, scenario, _ string, logger *slog.Logger) (*ha
 			ClientID      string `json:"client_id"`
 			ClientSecret  string `json:"client_secret"`
 			PrivateKeyPEM string `json:"private_key_pem"`
+			// Cross-app access: the identity provider's ID token and
+			// token endpoint.
+			IdPIDToken       string `json:"idp_id_token"`
+			IdPTokenEndpoint string `json:"idp_token_endpoint"`
+			IdPClientID      string `json:"idp_client_id"`
 		}
 		if err := json.Unmarshal([]byte(raw), &ctx); err != nil {
 			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
@@ -70,6 +75,14 @@ func newHarness(_ context.Context, scenario, _ string, logger *slog.Logger) (*ha
 			}
 			if strings.HasPrefix(scenario, "auth/client-credentials") {
 				h.preRegistered.Grant = "client_credentials"
+			}
+			if ctx.IdPIDToken != "" {
+				// Cross-app access: the worker's own token, vouched for
+				// by the identity provider.
+				h.preRegistered.Grant = "identity_assertion"
+				h.preRegistered.IdentityToken = &mcp.Secret{Value: ctx.IdPIDToken}
+				h.preRegistered.IdPTokenURL = ctx.IdPTokenEndpoint
+				h.preRegistered.IdPClientID = ctx.IdPClientID
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,16 +24,36 @@ type Registry interface {
 
 // FileRegistry keeps each registration in a file of its own, readable by
 // the owner only (a registration may hold a client secret the
-// authorization server issued). The worker and the gateway must see the
-// same directory.
-type FileRegistry struct{ dir string }
+// authorization server issued), sealed when it has a Sealer. The worker
+// and the gateway must see the same directory.
+type FileRegistry struct {
+	dir    string
+	sealer connections.Sealer
+}
 
-// NewFileRegistry keeps registrations in dir.
+// FileRegistryOptions configure a FileRegistry.
+type FileRegistryOptions struct {
+	// Sealer, when set, encrypts every registration written and refuses
+	// plain ones on read: a registration names where the person's browser
+	// is sent and where their code goes, so one planted in the directory
+	// must not be followed.
+	Sealer connections.Sealer
+}
+
+// sealedRegistration starts a sealed registration file.
+const sealedRegistration = "tollgate-sealed-registration v1\n"
+
+// NewFileRegistry keeps registrations in dir, in plain JSON.
 func NewFileRegistry(dir string) (*FileRegistry, error) {
+	return NewFileRegistryWith(dir, FileRegistryOptions{})
+}
+
+// NewFileRegistryWith is NewFileRegistry with options.
+func NewFileRegistryWith(dir string, opts FileRegistryOptions) (*FileRegistry, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("oauth registry: create %s: %w", dir, err)
 	}
-	return &FileRegistry{dir: dir}, nil
+	return &FileRegistry{dir: dir, sealer: opts.Sealer}, nil
 }
 
 func (r *FileRegistry) path(id string) string {
@@ -49,6 +70,13 @@ func (r *FileRegistry) Save(reg Registration) error {
 	if err != nil {
 		return fmt.Errorf("oauth registry: encode: %w", err)
 	}
+	if r.sealer != nil {
+		sealed, err := r.sealer.Seal(b)
+		if err != nil {
+			return fmt.Errorf("oauth registry: seal %s: %w", reg.ID, err)
+		}
+		b = append([]byte(sealedRegistration), sealed...)
+	}
 	if err := atomicfile.Write(r.path(reg.ID), b, 0o600); err != nil {
 		return fmt.Errorf("oauth registry: write: %w", err)
 	}
@@ -63,6 +91,17 @@ func (r *FileRegistry) Load(id string) (Registration, bool, error) {
 	}
 	if err != nil {
 		return Registration{}, false, fmt.Errorf("oauth registry: read: %w", err)
+	}
+	rest, isSealed := bytes.CutPrefix(b, []byte(sealedRegistration))
+	switch {
+	case isSealed && r.sealer == nil:
+		return Registration{}, false, fmt.Errorf("oauth registry: the record of %s is encrypted and this process has no key to open it (TOLLGATE_CODEC_KEYS_FILE)", id)
+	case isSealed:
+		if b, err = r.sealer.Open(rest); err != nil {
+			return Registration{}, false, fmt.Errorf("oauth registry: the record of %s could not be decrypted: %w", id, err)
+		}
+	case r.sealer != nil:
+		return Registration{}, false, fmt.Errorf("oauth registry: the record of %s is not encrypted while this registry seals its records, so it is refused", id)
 	}
 	var reg Registration
 	if err := json.Unmarshal(b, &reg); err != nil || reg.ID != id {

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/connections/oauth"
 	"github.com/tollgate-dev/tollgate/storage/codec"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 )
@@ -40,4 +41,24 @@ func Connections(dataDir string, getenv func(string) string) (*connections.FileS
 		return nil, fmt.Errorf("open the connection store in %s: %w", dataDir, err)
 	}
 	return store, nil
+}
+
+// OAuthRegistry opens the registry of the providers discovered for MCP
+// servers in dataDir, as the workers (which discover them) and the
+// gateway (which sends people to them) must share it: sealed like the
+// connection store.
+func OAuthRegistry(dataDir string, getenv func(string) string) (*oauth.FileRegistry, error) {
+	keys, err := codec.FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	var opts oauth.FileRegistryOptions
+	if keys != nil {
+		opts.Sealer = keys
+	}
+	reg, err := oauth.NewFileRegistryWith(datadir.OAuthRegistry(dataDir), opts)
+	if err != nil {
+		return nil, fmt.Errorf("open the OAuth registry in %s: %w", dataDir, err)
+	}
+	return reg, nil
 }

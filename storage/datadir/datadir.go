@@ -33,3 +33,8 @@ func Transcripts(dir string) string { return filepath.Join(dir, "transcripts") }
 // Connections is the connection store in dir: users' credentials for the
 // providers tools connect to.
 func Connections(dir string) string { return filepath.Join(dir, "connections") }
+
+// OAuthRegistry is where the providers discovered for MCP servers are
+// kept (MCP's authorization flow), so that the gateway sends a person to
+// the provider a worker discovered.
+func OAuthRegistry(dir string) string { return filepath.Join(dir, "oauth-registry") }

@@ -98,7 +98,9 @@ type env struct {
 	data      string
 	ws        string
 	tools     []tool.Tool
-	conns     *connections.MemoryStore
+	// sources are tool groups that change while the worker runs.
+	sources []tool.Source
+	conns   *connections.MemoryStore
 	// taskTimeout, when set, is the turns' workflow task timeout. Tests
 	// that stop a worker set it short: the stopping worker's last poll can
 	// take a workflow task with it, and the turn waits this long (10s by
@@ -230,6 +232,7 @@ func (e *env) startWorkerWith(opts worker.Options) *runningWorker {
 		Workspace:        e.ws,
 		Models:           providers.Config{ScriptDir: e.scripts},
 		Tools:            e.tools,
+		ToolSources:      e.sources,
 		Connections:      e.conns,
 		SearchAttributes: e.searchAttributes,
 		Webhooks:         e.webhooks,

@@ -90,7 +90,15 @@ func TestCrashRecoveryAfterSIGKILLDuringModelCalls(t *testing.T) {
 // returns a function that waits for the build and returns the binary.
 func buildWorker(t *testing.T) func() string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "worker")
+	return buildProgram(t, "./worker")
+}
+
+// buildProgram starts building the program in pkg (a directory of the
+// module, such as ./cmd/gateway) and returns a function that waits for
+// the build and returns the binary.
+func buildProgram(t *testing.T, pkg string) func() string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
 	type built struct {
 		out []byte
 		err error
@@ -105,7 +113,7 @@ func buildWorker(t *testing.T) func() string {
 		}
 		// A test's subprocess needs no symbol table or DWARF; leaving them
 		// out halves the link of this large binary.
-		build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./worker")
+		build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, pkg)
 		build.Dir = filepath.Dir(gomod)
 		out, err = build.CombinedOutput()
 		done <- built{out, err}
@@ -119,7 +127,7 @@ func buildWorker(t *testing.T) func() string {
 	return func() string {
 		t.Helper()
 		wait()
-		require.NoError(t, b.err, "go build ./worker:\n%s", b.out)
+		require.NoError(t, b.err, "go build %s:\n%s", pkg, b.out)
 		return bin
 	}
 }
