@@ -32,6 +32,10 @@ type Features struct {
 	// Events receives the turns' live events (workflows/events.go); it is
 	// this worker's and never recorded.
 	Events stream.Publisher `json:"-"`
+	// Agents are the worker's named agents by name. A turn records the
+	// ones it uses when it starts (resolveAgents), so they are never
+	// recorded here.
+	Agents map[string]Agent `json:"-"`
 }
 
 // outsideVersion of the turn's change marker adds what outside systems

@@ -135,6 +135,9 @@ func (t *turn) validateResponse(r Response) error {
 		if r.CallID == "" {
 			return fmt.Errorf("the response names no call_id")
 		}
+		if child, rest := RouteResponse(t.id, r); child != t.id {
+			return &rejection{kind: ErrTypeUnknownCall, err: fmt.Errorf("call %q waits in the agent turn %s; send the response there as call %q (tollgate.Client and the gateway route it)", r.CallID, child, rest.CallID)}
+		}
 		return &rejection{kind: ErrTypeUnknownCall, err: fmt.Errorf("there is no call %q in this turn%s", r.CallID, t.waitingHint())}
 	}
 	allowed, known := fits[r.Decision]
