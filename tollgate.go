@@ -123,6 +123,12 @@ type Options struct {
 	// it, tool calls, card and status changes, results (see
 	// docs/streaming.md). Nil streams nothing; turns run the same.
 	Events stream.Publisher
+
+	// Agents are named agents turns and sessions can run by name, call as
+	// tools (agent:<name>) and hand off to (see docs/agents.md).
+	// NewPlugin checks that every tool, agent and handoff they name
+	// exists.
+	Agents []workflows.Agent
 }
 
 // features are what the options offer workflows.
@@ -198,6 +204,15 @@ func NewPlugin(opts Options) (*Plugin, error) {
 		return nil, err
 	}
 	p.features = opts.features()
+	if len(opts.Agents) > 0 {
+		if err := workflows.ValidateAgents(opts.Agents, func(name string) bool { _, ok := acts.Tools.Get(name); return ok }); err != nil {
+			return nil, fmt.Errorf("tollgate: %w", err)
+		}
+		p.features.Agents = map[string]workflows.Agent{}
+		for _, a := range opts.Agents {
+			p.features.Agents[a.Name] = a
+		}
+	}
 	if p.features.Webhooks {
 		if p.webhooks, err = webhook.New(opts.Webhooks); err != nil {
 			return nil, fmt.Errorf("tollgate: %w", err)

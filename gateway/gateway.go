@@ -224,6 +224,7 @@ func (s *Server) routes() {
 		http.MethodGet:  s.requireScope(apikey.Read, s.listTurns),
 		http.MethodPost: s.requireScope(apikey.Start, s.startTurn),
 	}))
+	m.Handle("/v1/agents", s.api(methods{http.MethodGet: s.requireScope(apikey.Read, s.listAgents)}))
 	m.Handle("/v1/turns/{id}", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getTurn)})))
 	m.Handle("/v1/turns/{id}/cards", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getCards)})))
 	m.Handle("/v1/turns/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.turnEvents)})))

@@ -459,10 +459,19 @@ func (s *Server) callCard(ctx context.Context, turnID, runID, callID string) (re
 		return results.Card{}, s.noWorker(ctx, err, turnID)
 	}
 	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == callID })
-	if i < 0 {
-		return results.Card{}, fmt.Errorf("%w %q in turn %s", errNoCall, callID, turnID)
+	if i >= 0 {
+		return st.Cards[i], nil
 	}
-	return st.Cards[i], nil
+	// A call waiting in an agent this turn called, as its card shows it.
+	for _, c := range st.Cards {
+		if c.Agent == nil {
+			continue
+		}
+		if j := slices.IndexFunc(c.Agent.Waiting, func(w results.Card) bool { return w.CallID == callID }); j >= 0 {
+			return c.Agent.Waiting[j], nil
+		}
+	}
+	return results.Card{}, fmt.Errorf("%w %q in turn %s", errNoCall, callID, turnID)
 }
 
 // answerableCard is callCard for a response from key p: a call of a tool

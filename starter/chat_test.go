@@ -141,6 +141,10 @@ func (f *fakeSessions) Runs(context.Context, string) ([]string, error) {
 	return nil, errors.New("not a turn")
 }
 
+func (f *fakeSessions) Agents(context.Context, string) ([]workflows.AgentInfo, error) {
+	return nil, errors.New("not a turn")
+}
+
 func (f *fakeSessions) Close() {}
 
 func runChat(t *testing.T, f *fakeSessions, stdin string, args ...string) outcome {

@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/builtin"
 	"github.com/tollgate-dev/tollgate/activities/mcp"
 	"github.com/tollgate-dev/tollgate/activities/webhook"
+	"github.com/tollgate-dev/tollgate/agents"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
@@ -51,6 +52,8 @@ type flags struct {
 	dieWithParent bool
 	// mcpConfig names the MCP servers whose tools the worker offers.
 	mcpConfig string
+	// agentsFile names the agents file (--agents, TOLLGATE_AGENTS).
+	agentsFile string
 	// oauthProviders names the OAuth providers file.
 	oauthProviders string
 	// workerID and sharedWorkspace: see affinity.go.
@@ -82,6 +85,7 @@ func main() {
 	flag.StringVar(&f.searchAttributes, "search-attributes", "auto", "keep Tollgate's search attributes current: auto (when the server has them), on, off")
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
 	flag.StringVar(&f.mcpConfig, "mcp", os.Getenv("TOLLGATE_MCP_CONFIG"), "MCP servers `file` (JSON) whose tools the worker offers as <server>.<tool> (TOLLGATE_MCP_CONFIG)")
+	flag.StringVar(&f.agentsFile, "agents", os.Getenv(agents.Env), "agents `file` (YAML or JSON): named agents turns and sessions run by name, call as tools and hand off to ("+agents.Env+")")
 	flag.StringVar(&f.oauthProviders, "oauth-providers", os.Getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file` (JSON): tokens are refreshed before tools run, and with --dev the gateway runs the connect flow (TOLLGATE_OAUTH_PROVIDERS)")
 	flag.StringVar(&f.workerID, "worker-id", os.Getenv("TOLLGATE_WORKER_ID"), "this worker's `id`: its turns' file and shell calls run on task queue <task-queue>/ws/<id> (TOLLGATE_WORKER_ID; default host name and a hash of the workspace path)")
 	flag.BoolVar(&f.sharedWorkspace, "shared-workspace", envBool("TOLLGATE_SHARED_WORKSPACE"), "every worker sees the same workspace, so any worker runs file and shell calls (TOLLGATE_SHARED_WORKSPACE)")
@@ -128,6 +132,12 @@ func run(f flags, logger *slog.Logger) error {
 	var mcpConfig mcp.Config
 	if f.mcpConfig != "" {
 		if mcpConfig, err = mcp.LoadConfig(f.mcpConfig); err != nil {
+			return err
+		}
+	}
+	var named []workflows.Agent
+	if f.agentsFile != "" {
+		if named, err = agents.Load(f.agentsFile); err != nil {
 			return err
 		}
 	}
@@ -215,6 +225,7 @@ func run(f flags, logger *slog.Logger) error {
 		Connections:      conns,
 		Tools:            mcpTools,
 		Events:           events.publisher(),
+		Agents:           named,
 	})
 	if err != nil {
 		return err

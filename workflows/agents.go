@@ -606,3 +606,35 @@ func (t *turn) receiveChildWaits(ctx workflow.Context) {
 		t.waitsChanged(ctx)
 	}
 }
+
+// ListAgentsName is a one-task workflow that returns the agents of the
+// worker that runs it: the gateway and the starter learn what a task
+// queue's workers offer by asking one of them.
+const ListAgentsName = "ListAgents"
+
+// AgentInfo is what a listing shows of an agent: never its instructions,
+// which are the operator's prompt, not the caller's business.
+type AgentInfo struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Model       string   `json:"model"`
+	Tools       []string `json:"tools"`
+	Handoffs    []string `json:"handoffs,omitempty"`
+}
+
+// ListAgents is the ListAgentsName workflow. It completes in its first
+// task, so it is never replayed against other agents than it read.
+func (f Features) ListAgents(ctx workflow.Context) ([]AgentInfo, error) {
+	names := make([]string, 0, len(f.Agents))
+	//workflowcheck:ignore keys are sorted before use
+	for name := range f.Agents {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]AgentInfo, 0, len(names))
+	for _, name := range names {
+		a := f.Agents[name]
+		out = append(out, AgentInfo{Name: a.Name, Description: a.Description, Model: a.Model, Tools: append([]string{}, a.Tools...), Handoffs: a.Handoffs})
+	}
+	return out, nil
+}

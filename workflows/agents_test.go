@@ -316,3 +316,14 @@ func TestValidateAgentsNamesTheBadField(t *testing.T) {
 	require.EqualError(t, ValidateAgents([]Agent{researcher}, func(name string) bool { return name == "echo" }), `agent "researcher": tools[1] "write" is not a tool this worker offers`)
 	require.True(t, strings.HasPrefix(agentTool("x"), "agent_"))
 }
+
+func TestRouteResponseFollowsTheCallChain(t *testing.T) {
+	turn, r := RouteResponse("t1", Response{CallID: "call_1/call_2/call_3", Decision: results.DecisionApprove})
+	require.Equal(t, "t1/call_1/call_2", turn)
+	require.Equal(t, "call_3", r.CallID)
+	turn, r = RouteResponse("t1", Response{CallID: "call_1"})
+	require.Equal(t, "t1", turn)
+	require.Equal(t, "call_1", r.CallID)
+	turn, _ = RouteResponse("t1", Response{CallID: "/x"})
+	require.Equal(t, "t1", turn, "an id the turn never gives stays the turn's, to be refused there")
+}
