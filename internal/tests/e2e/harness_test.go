@@ -106,6 +106,8 @@ type env struct {
 	// searchAttributes and webhooks are the workers' features.
 	searchAttributes bool
 	webhooks         webhook.Options
+	// agents are the workers' named agents.
+	agents []workflows.Agent
 
 	mu      sync.Mutex
 	caller  client.Client
@@ -230,6 +232,7 @@ func (e *env) startWorkerWith(opts worker.Options) *runningWorker {
 		Connections:      e.conns,
 		SearchAttributes: e.searchAttributes,
 		Webhooks:         e.webhooks,
+		Agents:           e.agents,
 	})
 	require.NoError(e.t, err)
 	e.mu.Lock()
