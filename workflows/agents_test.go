@@ -327,3 +327,86 @@ func TestRouteResponseFollowsTheCallChain(t *testing.T) {
 	turn, _ = RouteResponse("t1", Response{CallID: "/x"})
 	require.Equal(t, "t1", turn, "an id the turn never gives stays the turn's, to be refused there")
 }
+
+// newAgentSessionHarness runs AgentSession with child turns of agents,
+// each agent's model playing its script.
+func newAgentSessionHarness(t *testing.T, agents []Agent, scripts map[string][]results.Message) (*sessionHarness, agentModels) {
+	t.Helper()
+	f := Features{Agents: map[string]Agent{}}
+	for _, a := range agents {
+		f.Agents[a.Name] = a
+	}
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(testWorkerOptions)
+	env.SetStartTime(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: sessionID})
+	store, err := transcript.NewStore(t.TempDir())
+	require.NoError(t, err)
+	models := agentModels{}
+	for name, replies := range scripts {
+		models[name] = &fakeModel{replies: replies}
+	}
+	h := &sessionHarness{t: t, env: env, store: store, log: &toolLog{}, turns: map[string]Result{}}
+	reg, err := tool.NewRegistry(testTools(t, h.log, &sync.Map{})...)
+	require.NoError(t, err)
+	env.RegisterWorkflowWithOptions(f.AgentTurn, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflowWithOptions(f.AgentSession, workflow.RegisterOptions{Name: SessionWorkflowName})
+	env.RegisterActivity(&activities.Activities{Tools: reg, Models: models, Transcripts: store, Workspace: t.TempDir()})
+	return h, models
+}
+
+func TestSessionHandsTheConversationToTheTransferTarget(t *testing.T) {
+	triage := Agent{Name: "triage", Instructions: "You route.", Model: "fake:triage", Handoffs: []string{"billing"}}
+	billing := Agent{Name: "billing", Instructions: "You bill.", Model: "fake:billing", Tools: []string{"echo"}}
+	h, models := newAgentSessionHarness(t, []Agent{triage, billing}, map[string][]results.Message{
+		"fake:triage": {calls("", tc("call_1", "transfer_to_billing", `{"message":"a refund","now":true}`))},
+		// Reply i answers a conversation holding i assistant messages: the
+		// first is triage's transfer.
+		"fake:billing": {{}, calls("Refunded order 7."), calls("You are welcome.")},
+	})
+	var first, second, ended sendOutcome
+	h.send(time.Second, "refund order 7", &first)
+	h.send(time.Hour, "thanks", &second)
+	h.end(2*time.Hour, End{By: "ada"}, &ended)
+	// Not h.run: it gives a turn without a model the fake one.
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Turn: Input{Agent: "triage"}})
+	require.NoError(t, h.env.GetWorkflowError())
+	var res SessionResult
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+
+	require.NoError(t, first.err)
+	require.NoError(t, second.err)
+	require.Equal(t, SessionEnded, res.Status, "a handoff keeps the session open")
+	require.Equal(t, "billing", res.Agent)
+	require.Len(t, res.Holders, 2)
+	require.Equal(t, "triage", res.Holders[0].Agent)
+	require.Equal(t, AgentHold{Agent: "billing", Since: res.Holders[1].Since, From: "triage", Turn: "chat/turn-1", Message: "a refund", Now: true}, res.Holders[1])
+	require.Len(t, res.Turns, 3)
+	require.Equal(t, []string{"triage", "billing", "billing"}, []string{res.Turns[0].Agent, res.Turns[1].Agent, res.Turns[2].Agent})
+	require.Equal(t, StatusTransferred, res.Turns[0].Status)
+	require.Equal(t, "chat/turn-2", res.Turns[1].ID, "the target took over at once, without a message")
+	require.Equal(t, "Refunded order 7.", res.Turns[1].Reply)
+	require.Equal(t, "thanks", res.Turns[2].Text)
+	require.Equal(t, "You are welcome.", res.Turns[2].Reply)
+
+	// Billing ran with its own instructions and tools, and saw the
+	// handoff confirmed in the conversation.
+	req := models["fake:billing"].requests[0]
+	require.Equal(t, "You bill.", req.System)
+	require.Equal(t, []string{"echo"}, toolNames(req.Tools))
+	last := req.Messages[len(req.Messages)-1]
+	require.Equal(t, results.RoleTool, last.Role)
+	require.Contains(t, last.Text(), "Transferred the conversation to billing")
+}
+
+func TestSessionWithoutAgentsStillEndsOnATransfer(t *testing.T) {
+	h := newSessionHarness(t, calls("", tc("call_1", "handoff", `{"text":"billing"}`)))
+	var sent sendOutcome
+	h.send(time.Second, "refund", &sent)
+	res := h.run(SessionInput{Turn: Input{Tools: []string{"handoff"}}})
+	require.Equal(t, SessionTransferred, res.Status)
+	require.Equal(t, "billing", res.Transfer.Target)
+	require.Empty(t, res.Agent)
+}
