@@ -87,3 +87,38 @@ func TestAgentChildApprovalIsAnsweredThroughTheParent(t *testing.T) {
 	require.Positive(t, res.Usage.InputTokens)
 	e.record(run)
 }
+
+// In a session of named agents a transfer hands the conversation to its
+// target at once: the target answers in the next turn with its own
+// instructions, the session stays open and records who held it when.
+func TestSessionHandsOffToANamedAgent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "session_handoff")
+	e.agents = []workflows.Agent{
+		{Name: "triage", Instructions: "You route.", Model: e.scriptFor("triage",
+			reply("Billing will take it.", call("h1", "transfer_to_billing", map[string]any{"message": "refund of order 7", "now": true})),
+		), Handoffs: []string{"billing"}},
+		{Name: "billing", Instructions: "You bill.", Model: e.scriptFor("billing",
+			reply("unused: reply 0 answers a conversation with no assistant message"),
+			expecting(reply("Refunded order 7."), 1, "Transferred the conversation to billing"),
+			expecting(reply("You are welcome."), 0, "thanks"),
+		)},
+	}
+	e.startWorker()
+	run := e.startSession(workflows.SessionInput{Turn: workflows.Input{Agent: "triage"}})
+	id := run.GetID()
+	require.Equal(t, workflows.StatusTransferred, e.turnResult(e.send(id, "u1", "refund order 7").TurnID).Status)
+	c := e.conversation(id, "billing's own turn", func(c workflows.Conversation) bool {
+		return len(c.Turns) == 2 && c.Turns[1].Status == workflows.StatusCompleted
+	})
+	require.Equal(t, workflows.SessionOpen, c.Status)
+	require.Equal(t, "billing", c.Agent)
+	require.Equal(t, "Refunded order 7.", c.Turns[1].Reply)
+	require.Equal(t, "billing", c.Turns[1].Agent)
+	require.Equal(t, "You are welcome.", e.turnResult(e.send(id, "u2", "thanks").TurnID).Text)
+	done := e.end(id, workflows.End{By: "ada"})
+	require.Len(t, done.Holders, 2)
+	require.Equal(t, "triage", done.Holders[1].From)
+	require.True(t, done.Holders[1].Now)
+	e.recordTo(sessionCorpusDir, "session_handoff", id, run.GetRunID())
+}
