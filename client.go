@@ -335,3 +335,39 @@ func (c Client) Agents(ctx context.Context) ([]workflows.AgentInfo, error) {
 	}
 	return out, nil
 }
+
+// ContinueOptions say how ContinueWithAgent starts the next turn.
+type ContinueOptions struct {
+	// ID is the new turn's workflow id; empty lets Temporal choose.
+	ID string
+	// Prompt, when set, is a new message after the handoff; without it
+	// the agent answers the conversation as it stands.
+	Prompt string
+	// User owns the new turn, as the transferred turn's user did.
+	User string
+}
+
+// ErrNotTransferred is ContinueWithAgent's error for a turn that did not
+// end transferred.
+var ErrNotTransferred = errors.New("the turn did not end with a transfer")
+
+// ContinueWithAgent continues a turn that ended transferred with the
+// agent its transfer names, in one call: it waits for the turn's result
+// and starts a turn of that agent on the conversation as it stands (the
+// result's head and the tool results after it), which the model sees end
+// with the handoff's confirmation.
+func (c Client) ContinueWithAgent(ctx context.Context, turnID string, o ContinueOptions) (client.WorkflowRun, error) {
+	res, err := c.Result(ctx, turnID)
+	if err != nil {
+		return nil, err
+	}
+	if res.Status != workflows.StatusTransferred || res.Transfer == nil {
+		return nil, fmt.Errorf("continue turn %s: %w (it ended %s)", turnID, ErrNotTransferred, res.Status)
+	}
+	in, err := workflows.Handoff(res)
+	if err != nil {
+		return nil, fmt.Errorf("continue turn %s: %w", turnID, err)
+	}
+	in.Prompt, in.User = o.Prompt, o.User
+	return c.StartWithOptions(ctx, StartOptions{ID: o.ID, IDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE, ErrorWhenAlreadyStarted: true}, in)
+}

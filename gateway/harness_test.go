@@ -184,6 +184,7 @@ type env struct {
 	http     *httptest.Server
 	worker   worker.Worker
 	pollers  int
+	agents   []workflows.Agent
 	turns    []string
 	// events is the live event log, when the test asked for one.
 	events *stream.NATS
@@ -198,6 +199,8 @@ type envOptions struct {
 	// events is a NATS server's URL: the worker publishes live events
 	// there and the gateway serves them (events_test.go).
 	events string
+	// agents are the worker's named agents (agents_test.go).
+	agents []workflows.Agent
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -241,6 +244,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	e.http = httptest.NewServer(e.srv)
 	t.Cleanup(e.http.Close)
 	e.pollers = o.pollers
+	e.agents = o.agents
 	if !o.noWorker {
 		e.startWorker()
 	}
@@ -279,6 +283,7 @@ func (e *env) startWorker() {
 		// sharedServer registered them.
 		SearchAttributes: true,
 		Events:           e.publisher(),
+		Agents:           e.agents,
 	})
 	require.NoError(e.t, err)
 	c := e.dial()

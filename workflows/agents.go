@@ -638,3 +638,21 @@ func (f Features) ListAgents(ctx workflow.Context) ([]AgentInfo, error) {
 	}
 	return out, nil
 }
+
+// Handoff is the input of the turn that continues a transferred turn
+// with the agent its transfer names: that agent, and the conversation as
+// the turn left it (its head and the messages after the last reply).
+// Callers add the prompt, if any, and the user.
+func Handoff(res Result) (Input, error) {
+	if res.Transfer == nil {
+		return Input{}, errors.New("the turn did not end with a transfer")
+	}
+	if !validAgentName(res.Transfer.Target) {
+		return Input{}, fmt.Errorf("the transfer names %q, which is no agent's name", res.Transfer.Target)
+	}
+	if res.Head == "" {
+		return Input{}, errors.New("the turn's conversation was not stored, so it cannot be continued by its head; start the agent with the whole conversation instead")
+	}
+	head, rest := continuation(Input{}, res)
+	return Input{Agent: res.Transfer.Target, Head: head, Messages: rest, Workspace: res.Workspace}, nil
+}
