@@ -28,6 +28,10 @@ const agentsVersion = modelQueuesVersion + 2
 // "agent:researcher".
 const AgentToolPrefix = "agent:"
 
+// MaxAgentDepth bounds how deep agents call each other: a model that
+// keeps delegating would otherwise start turns without end.
+const MaxAgentDepth = 8
+
 // ChildWaitsName is the Signal an agent's turn sends the turn that called
 // it whenever the calls waiting in it change.
 const ChildWaitsName = "agent_waits"
@@ -396,6 +400,15 @@ func (t *turn) runAgent(ctx workflow.Context, c *call, name string) {
 	}
 	id := ChildTurnID(t.id, c.card.CallID)
 	chain := append(t.chain(), name)
+	if slices.Contains(chain[:len(chain)-1], name) {
+		// A loop of agents calling each other would never end.
+		c.fail(results.FailureToolError, fmt.Sprintf("the agent %s is already working on this task further up (%s), so it cannot be called again from here; answer with what you have", name, strings.Join(chain[:len(chain)-1], " → ")), "", "")
+		return
+	}
+	if len(chain) > MaxAgentDepth {
+		c.fail(results.FailureToolError, fmt.Sprintf("agents call each other at most %d deep, so the agent %s was not called; answer with what you have", MaxAgentDepth, name), "", "")
+		return
+	}
 	c.card.Agent = &results.AgentCall{Name: name, Turn: id, Chain: chain}
 	in := Input{
 		Agent:  name,

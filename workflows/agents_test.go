@@ -410,3 +410,22 @@ func TestSessionWithoutAgentsStillEndsOnATransfer(t *testing.T) {
 	require.Equal(t, "billing", res.Transfer.Target)
 	require.Empty(t, res.Agent)
 }
+
+func TestAnAgentCannotCallItselfBackThroughAnother(t *testing.T) {
+	ping := Agent{Name: "ping", Model: "fake:ping", Tools: []string{"agent:pong"}}
+	pong := Agent{Name: "pong", Model: "fake:pong", Tools: []string{"agent:ping"}}
+	h, _ := newAgentHarness(t, []Agent{ping, pong}, map[string][]results.Message{
+		"fake:ping": {calls("", tc("call_1", "agent_pong", `{"task":"bounce"}`)), calls("ping done")},
+		"fake:pong": {calls("", tc("call_1", "agent_ping", `{"task":"bounce back"}`)), calls("pong done")},
+	})
+	res := runTurn(t, h, Input{Agent: "ping", Prompt: "go"})
+	require.Equal(t, StatusCompleted, res.Status)
+	require.Equal(t, "pong done", mustCard(t, res.Cards, "call_1").Output.Parts[0].Text)
+	v, err := h.env.QueryWorkflowByID("parent/call_1", StateQuery)
+	require.NoError(t, err)
+	var child State
+	require.NoError(t, v.Get(&child))
+	loop := mustCard(t, child.Cards, "call_1")
+	require.Equal(t, results.StateFailed, loop.State)
+	require.Equal(t, "the agent ping is already working on this task further up (ping → pong), so it cannot be called again from here; answer with what you have", loop.Failure.Message)
+}
