@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -110,4 +112,51 @@ func (e *env) result(id string) workflows.Result {
 	res, err := tollgate.Client{Temporal: e.caller}.Result(ctx, id)
 	require.NoError(e.t, err, fmt.Sprintf("result of %s", id))
 	return res
+}
+
+// A called agent's approval is listed on the top turn, shown once in the
+// inbox with the chain of agents, and answered there.
+func TestInboxShowsAChildsWaitUnderTheTopTurn(t *testing.T) {
+	e := newEnv(t, envOptions{agents: gatewayAgents})
+	ops := e.key("ops", []apikey.Scope{apikey.Read, apikey.Start, apikey.Respond})
+	started := e.do(request{method: http.MethodPost, path: "/v1/turns", key: ops, body: `{"agent":"agboss","prompt":"write my notes"}`})
+	require.Equal(t, http.StatusCreated, started.code, started.body)
+	id := decodeJSON[map[string]string](t, started.body)["id"]
+	child := id + "/c1"
+	e.turns = append(e.turns, id, child)
+	e.waitListed(id, workflows.StatusWaiting)
+	e.waitListed(child, workflows.StatusWaiting)
+
+	listed := e.do(request{method: http.MethodGet, path: "/v1/turns?status=waiting", key: ops})
+	require.Equal(t, http.StatusOK, listed.code, listed.body)
+	var top gatewayTurn
+	for _, tr := range decodeJSON[struct {
+		Turns []gatewayTurn `json:"turns"`
+	}](t, listed.body).Turns {
+		if tr.ID == id {
+			top = tr
+		}
+	}
+	require.Len(t, top.Waiting, 1)
+	require.Equal(t, "c1/w1", top.Waiting[0].CallID)
+	require.Equal(t, []string{"agboss", "agwriter"}, top.Agents[0].Chain)
+
+	browser := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(browser, ops).code)
+	page := e.inbox(browser)
+	require.Equal(t, http.StatusOK, page.code)
+	require.Equal(t, 1, strings.Count(page.body, `data-call="c1/w1"`), "the child's call shows once, under the top turn")
+	require.NotContains(t, page.body, `data-turn="`+child+`"`)
+	require.Contains(t, page.body, "agents agboss → agwriter")
+
+	r := postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"c1/w1"}, "action": {"approve"}})
+	require.Equal(t, http.StatusSeeOther, r.code, r.body)
+	res := e.result(id)
+	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+}
+
+type gatewayTurn struct {
+	ID      string              `json:"id"`
+	Waiting []results.Card      `json:"waiting"`
+	Agents  []results.AgentCall `json:"agents"`
 }
