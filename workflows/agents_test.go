@@ -429,3 +429,24 @@ func TestAnAgentCannotCallItselfBackThroughAnother(t *testing.T) {
 	require.Equal(t, results.StateFailed, loop.State)
 	require.Equal(t, "the agent ping is already working on this task further up (ping → pong), so it cannot be called again from here; answer with what you have", loop.Failure.Message)
 }
+
+func TestWhatAChildAgentUsesCountsAgainstTheCallersBudget(t *testing.T) {
+	h, models := newAgentHarness(t, []Agent{boss, researcher, billing}, map[string][]results.Message{
+		"fake:boss": {
+			calls("", tc("call_1", "agent_researcher", `{"task":"find"}`)),
+			calls("never asked"),
+		},
+		"fake:researcher": {
+			calls("", tc("call_1", "echo", `{"text":"fact"}`)),
+			calls("the fact"),
+		},
+	})
+	// The boss's own call uses 15 tokens and 1 model call; the child's
+	// two add 30 and 2, which reach the budget of 3 model calls.
+	res := runTurn(t, h, Input{Agent: "boss", Prompt: "go", Policy: Policy{Budget: Budget{ModelCalls: 3}, OnBudget: OnBudgetStop}})
+	require.Equal(t, StatusBudgetExhausted, res.Status)
+	require.Contains(t, res.Error, "3 of 3 model calls")
+	require.Len(t, models["fake:boss"].requests, 1, "the boss was not called again")
+	require.Equal(t, 45, res.Usage.InputTokens+res.Usage.OutputTokens)
+	require.Equal(t, 2, res.Budget.Spent.ToolCalls, "the boss's call and the child's")
+}
