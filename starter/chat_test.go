@@ -286,3 +286,14 @@ func TestChatUsage(t *testing.T) {
 	o = runChat(t, f, "", "--turns-per-run", "0")
 	assert.Equal(t, exitRejected, o.code)
 }
+
+func TestChatWithAnAgentLeavesItsModelAndToolsToIt(t *testing.T) {
+	f := newFakeSessions(func(text string) *fakeTurns { return finished(workflows.StatusCompleted, "Triage here.") })
+	o := runChat(t, f, "hello\n/end\n", "--agent", "triage")
+	require.Equal(t, 0, o.code, "stdout:\n%s\nstderr:\n%s", o.stdout, o.stderr)
+	in := f.started[0].Turn
+	assert.Equal(t, "triage", in.Agent)
+	assert.Empty(t, in.Model)
+	assert.Nil(t, in.Tools)
+	assert.Contains(t, o.stderr, "(agent triage)")
+}
