@@ -669,3 +669,32 @@ func Handoff(res Result) (Input, error) {
 	head, rest := continuation(Input{}, res)
 	return Input{Agent: res.Transfer.Target, Head: head, Messages: rest, Workspace: res.Workspace}, nil
 }
+
+// forwardSignal sends a respond Signal for a call waiting in an agent this
+// turn called ("<call>/<child call>") on to that agent's turn, for systems
+// that can only signal the turn they know; the child validates it (and
+// counts it as invalid if it does not fit). It reports whether the Signal
+// was the child's.
+func (t *turn) forwardSignal(ctx workflow.Context, r Response) bool {
+	if t.v < agentsVersion || t.status.Final() {
+		return false
+	}
+	child, routed := RouteResponse(t.id, r)
+	if child == t.id {
+		return false
+	}
+	call, _, _ := strings.Cut(r.CallID, "/")
+	c := t.find(call)
+	if c == nil || c.card.Agent == nil || c.card.State.Final() {
+		return false
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	f := workflow.SignalExternalWorkflow(dctx, child, "", RespondName, routed)
+	workflow.Go(dctx, func(gctx workflow.Context) {
+		defer cancel()
+		if err := f.Get(gctx, nil); err != nil {
+			workflow.GetLogger(gctx).Warn("Could not forward a respond signal to an agent's turn", "turn", child, "error", err)
+		}
+	})
+	return true
+}

@@ -450,3 +450,24 @@ func TestWhatAChildAgentUsesCountsAgainstTheCallersBudget(t *testing.T) {
 	require.Equal(t, 45, res.Usage.InputTokens+res.Usage.OutputTokens)
 	require.Equal(t, 2, res.Budget.Spent.ToolCalls, "the boss's call and the child's")
 }
+
+func TestARespondSignalToTheParentReachesTheChild(t *testing.T) {
+	h, _ := newAgentHarness(t, []Agent{boss, researcher, billing}, map[string][]results.Message{
+		"fake:boss": {
+			calls("", tc("call_1", "agent_researcher", `{"task":"a"}`)),
+			calls("done"),
+		},
+		"fake:researcher": {
+			calls("", tc("call_1", "write", `{"path":"x","content":"y"}`)),
+			calls("wrote it"),
+		},
+	})
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(RespondName, Response{CallID: "call_1/call_1", Decision: results.DecisionApprove, By: "ann"})
+	}, time.Minute)
+	res := runTurn(t, h, Input{Agent: "boss", Prompt: "go"})
+	require.Equal(t, StatusCompleted, res.Status)
+	require.Zero(t, res.InvalidSignals)
+	require.Equal(t, "wrote it", mustCard(t, res.Cards, "call_1").Output.Parts[0].Text)
+	require.Equal(t, []string{"write:x=y"}, h.log.all())
+}

@@ -90,6 +90,9 @@ func (t *turn) takeSignal(ctx workflow.Context, payload converter.RawValue) bool
 		workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "reason", t.lastInvalidSignal)
 		return false
 	}
+	if t.forwardSignal(ctx, r) {
+		return false
+	}
 	if err := t.validateResponse(r); err != nil {
 		t.rejectSignal(err.Error())
 		workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "call_id", r.CallID, "reason", err.Error())
