@@ -84,8 +84,8 @@ type ChildWaits struct {
 	Waiting []results.Card `json:"waiting,omitempty"`
 }
 
-// agentName is what an agent may be called: it becomes part of a tool
-// name, which model APIs limit to letters, digits, _ and -.
+// validAgentName reports whether name may name an agent: it becomes part
+// of a tool name, which model APIs limit to letters, digits, _ and -.
 func validAgentName(name string) bool {
 	if name == "" || len(name) > 48 {
 		return false
@@ -341,8 +341,8 @@ func (t *turn) describeAgents() error {
 	return nil
 }
 
-// agentCalls maps the tool names of the turn's agents and handoffs to the
-// agent they name.
+// indexAgents maps the tool names of the turn's agents and handoffs to
+// the agent they name.
 func (t *turn) indexAgents() {
 	t.agentTools, t.handoffTools = map[string]string{}, map[string]string{}
 	r := t.in.Resolved
@@ -526,8 +526,8 @@ func (t *turn) runHandoff(c *call, target string) {
 	}
 }
 
-// allowedTransfer says why a named agent may not transfer to target; empty
-// when it may. Turns without a named agent transfer anywhere, as before.
+// refusedTransfer says why a named agent may not transfer to target;
+// empty when it may. Turns without a named agent transfer anywhere, as before.
 func (t *turn) refusedTransfer(target string) string {
 	r := t.in.Resolved
 	if t.v < agentsVersion || r == nil || r.Agent == "" {
