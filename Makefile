@@ -18,10 +18,12 @@ $(WORKSPACE)/notes.txt:
 	cp examples/notes.txt $@
 
 ## test: formatting, vet, workflowcheck, then every test; then the
-## examples/refunds module, which proves the public API from outside
+## examples/refunds and examples/triage modules, which prove the public
+## API from outside
 test: lint
 	$(GO) test -timeout 30m ./...
 	cd examples/refunds && $(GO) vet ./... && $(GO) test ./...
+	cd examples/triage && $(GO) vet ./... && $(GO) test ./...
 
 ## lint: gofmt, go vet and workflowcheck on the workflows
 lint:

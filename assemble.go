@@ -125,6 +125,7 @@ func selectBuiltins(all []tool.Tool, names []string) ([]tool.Tool, error) {
 func register(r Registry, f workflows.Features, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(f.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	r.RegisterWorkflowWithOptions(f.AgentSession, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
+	r.RegisterWorkflowWithOptions(f.ListAgents, workflow.RegisterOptions{Name: workflows.ListAgentsName})
 	if f.Webhooks {
 		r.RegisterWorkflowWithOptions(workflows.DeliveryWorkflow, workflow.RegisterOptions{Name: workflows.DeliveryWorkflowName})
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -212,7 +213,15 @@ func (c Client) Respond(ctx context.Context, turnID string, r workflows.Response
 
 // RespondWithOptions is Respond to the run and under the Update id o
 // names.
+//
+// A call id "<call>/<child call>", as a calling card's agent.waiting
+// shows it, is answered in the turn of the agent that call runs, with the
+// same Update semantics: that turn validates and acknowledges it.
 func (c Client) RespondWithOptions(ctx context.Context, o RespondOptions, r workflows.Response) (results.Card, error) {
+	if child, routed := workflows.RouteResponse(o.TurnID, r); child != o.TurnID {
+		// The child's own run: o.RunID pins the calling turn's.
+		o.TurnID, o.RunID, r = child, "", routed
+	}
 	updateID := o.UpdateID
 	if updateID == "" {
 		updateID = ResponseID(r)
@@ -255,6 +264,9 @@ func (c Client) Signal(ctx context.Context, turnID string, r workflows.Response)
 
 // SignalWithOptions is Signal to the run o names.
 func (c Client) SignalWithOptions(ctx context.Context, o SignalOptions, r workflows.Response) error {
+	if child, routed := workflows.RouteResponse(o.TurnID, r); child != o.TurnID {
+		o.TurnID, o.RunID, r = child, "", routed
+	}
 	if err := c.Temporal.SignalWorkflow(ctx, o.TurnID, o.RunID, workflows.RespondName, r); err != nil {
 		return fmt.Errorf("signal turn %s: %w", o.TurnID, err)
 	}
@@ -301,4 +313,61 @@ func rejectionType(t string) string {
 		return t
 	}
 	return workflows.ErrTypeInvalidResponse
+}
+
+// Agents lists the named agents the workers of the client's task queue
+// offer, by asking one of them (the ListAgents workflow): what a worker
+// was started with, not a registry's idea of it. With no worker polling
+// the queue it waits until ctx ends.
+func (c Client) Agents(ctx context.Context) ([]workflows.AgentInfo, error) {
+	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		TaskQueue: c.taskQueue(),
+		// Gone on its own if no worker ever takes it.
+		WorkflowExecutionTimeout: time.Minute,
+		StaticSummary:            "list the worker's agents",
+	}, workflows.ListAgentsName)
+	if err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	var out []workflows.AgentInfo
+	if err := run.Get(ctx, &out); err != nil {
+		return nil, fmt.Errorf("list agents on task queue %s: %w", c.taskQueue(), err)
+	}
+	return out, nil
+}
+
+// ContinueOptions say how ContinueWithAgent starts the next turn.
+type ContinueOptions struct {
+	// ID is the new turn's workflow id; empty lets Temporal choose.
+	ID string
+	// Prompt, when set, is a new message after the handoff; without it
+	// the agent answers the conversation as it stands.
+	Prompt string
+	// User owns the new turn, as the transferred turn's user did.
+	User string
+}
+
+// ErrNotTransferred is ContinueWithAgent's error for a turn that did not
+// end transferred.
+var ErrNotTransferred = errors.New("the turn did not end with a transfer")
+
+// ContinueWithAgent continues a turn that ended transferred with the
+// agent its transfer names, in one call: it waits for the turn's result
+// and starts a turn of that agent on the conversation as it stands (the
+// result's head and the tool results after it), which the model sees end
+// with the handoff's confirmation.
+func (c Client) ContinueWithAgent(ctx context.Context, turnID string, o ContinueOptions) (client.WorkflowRun, error) {
+	res, err := c.Result(ctx, turnID)
+	if err != nil {
+		return nil, err
+	}
+	if res.Status != workflows.StatusTransferred || res.Transfer == nil {
+		return nil, fmt.Errorf("continue turn %s: %w (it ended %s)", turnID, ErrNotTransferred, res.Status)
+	}
+	in, err := workflows.Handoff(res)
+	if err != nil {
+		return nil, fmt.Errorf("continue turn %s: %w", turnID, err)
+	}
+	in.Prompt, in.User = o.Prompt, o.User
+	return c.StartWithOptions(ctx, StartOptions{ID: o.ID, IDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE, ErrorWhenAlreadyStarted: true}, in)
 }

@@ -135,6 +135,11 @@ type Options struct {
 	// file. They are compiled and type-checked against every tool's
 	// argument schema by NewPlugin, whose error then names the rule.
 	Rules []policy.Rule
+	// Agents are named agents turns and sessions can run by name, call as
+	// tools (agent:<name>) and hand off to (see docs/agents.md).
+	// NewPlugin checks that every tool, agent and handoff they name
+	// exists.
+	Agents []workflows.Agent
 }
 
 // features are what the options offer workflows.
@@ -219,6 +224,15 @@ func NewPlugin(opts Options) (*Plugin, error) {
 			return nil, err
 		}
 		p.features.Rules, p.features.Policy, p.skippedRules = true, set, set.Skipped
+	}
+	if len(opts.Agents) > 0 {
+		if err := workflows.ValidateAgents(opts.Agents, func(name string) bool { _, ok := acts.Tools.Get(name); return ok }); err != nil {
+			return nil, fmt.Errorf("tollgate: %w", err)
+		}
+		p.features.Agents = map[string]workflows.Agent{}
+		for _, a := range opts.Agents {
+			p.features.Agents[a.Name] = a
+		}
 	}
 	if p.features.Webhooks {
 		if p.webhooks, err = webhook.New(opts.Webhooks); err != nil {

@@ -186,6 +186,7 @@ type env struct {
 	worker   worker.Worker
 	pollers  int
 	rules    []policy.Rule
+	agents   []workflows.Agent
 	turns    []string
 	// events is the live event log, when the test asked for one.
 	events *stream.NATS
@@ -202,6 +203,8 @@ type envOptions struct {
 	events string
 	// rules are the worker's approval rules (approvals_test.go).
 	rules []policy.Rule
+	// agents are the worker's named agents (agents_test.go).
+	agents []workflows.Agent
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -246,6 +249,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	t.Cleanup(e.http.Close)
 	e.pollers = o.pollers
 	e.rules = o.rules
+	e.agents = o.agents
 	if !o.noWorker {
 		e.startWorker()
 	}
@@ -285,6 +289,7 @@ func (e *env) startWorker() {
 		SearchAttributes: true,
 		Events:           e.publisher(),
 		Rules:            e.rules,
+		Agents:           e.agents,
 	})
 	require.NoError(e.t, err)
 	c := e.dial()

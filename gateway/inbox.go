@@ -48,6 +48,9 @@ type inboxItem struct {
 	CSRF       string
 	// ConnectURL starts the OAuth flow of a waiting_connection call.
 	ConnectURL string
+	// Chain names the agents down to the one whose call this is, for a
+	// call that waits in an agent the turn called.
+	Chain string
 	// MayAnswer: the viewer can answer this call; Why says why not.
 	MayAnswer bool
 	Why       string
@@ -107,7 +110,18 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 	if len(turns) == inboxLimit {
 		page.Problems = append(page.Problems, fmt.Sprintf("Showing the newest %d waiting turns; older ones appear as these are answered (GET /v1/turns?status=waiting&limit=%d or starter list --waiting lists more).", inboxLimit, turnlist.MaxLimit))
 	}
+	// A called agent's turn waits too, and is listed on its own; its calls
+	// show once, under the turn that called it, with the chain of agents.
+	shown := map[string]bool{}
 	for _, t := range turns {
+		for _, a := range t.Agents {
+			shown[a.Turn] = true
+		}
+	}
+	for _, t := range turns {
+		if shown[t.ID] {
+			continue
+		}
 		if t.Error != "" {
 			page.Problems = append(page.Problems, fmt.Sprintf("Turn %s waits on %s, but no worker answered for it; its calls are not shown.", t.ID, strings.Join(t.WaitingCalls, ", ")))
 			continue
@@ -119,6 +133,7 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 				Card:  c, StateLabel: stateLabel(c.State), Args: prettyJSON(c.Arguments), Anchor: anchor(t.ID, c.CallID),
 				CSRF: page.CSRF,
 			}
+			it.Chain = agentChain(t.Agents, c.CallID)
 			it.EditArgs = it.Args
 			it.ConnectURL = s.ConnectURL("", t.ID, t.User, c)
 			it.MayAnswer, it.Why = mayAnswer(*v.who, c, t.User)
@@ -358,4 +373,20 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("Response applied from the inbox", "turn", turnID, "call", callID, "decision", resp.Decision, "by", resp.By)
 	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+}
+
+// agentChain is the chain of agents of the called agent a call id
+// "<call>/<child call>" waits in, as "triage → billing"; empty for the
+// turn's own calls.
+func agentChain(agents []results.AgentCall, callID string) string {
+	call, _, nested := strings.Cut(callID, "/")
+	if !nested {
+		return ""
+	}
+	for _, a := range agents {
+		if strings.HasSuffix(a.Turn, "/"+call) {
+			return strings.Join(a.Chain, " → ")
+		}
+	}
+	return ""
 }

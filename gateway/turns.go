@@ -41,6 +41,9 @@ type Turn struct {
 	Waiting []results.Card `json:"waiting"`
 	// Error says why Waiting could not be read (no worker answered).
 	Error string `json:"error,omitempty"`
+	// Agents are the agents this turn called whose turns still run: their
+	// waiting calls are in Waiting, under ids <call>/<child call>.
+	Agents []results.AgentCall `json:"agents,omitempty"`
 	// ConnectLinks maps the ids of calls waiting for a connection to the
 	// links that start it (connect.go), when OAuth is configured.
 	ConnectLinks map[string]string `json:"connect_links,omitempty"`
@@ -129,6 +132,12 @@ func (s *Server) fillWaiting(ctx context.Context, t *Turn) {
 	for _, c := range st.Cards {
 		if c.State.Waiting() {
 			t.Waiting = append(t.Waiting, c)
+		}
+		// What waits in an agent this turn called is answered through
+		// this turn, under the ids the calling card shows.
+		if c.Agent != nil && !c.State.Final() {
+			t.Waiting = append(t.Waiting, c.Agent.Waiting...)
+			t.Agents = append(t.Agents, *c.Agent)
 		}
 	}
 }
@@ -459,10 +468,19 @@ func (s *Server) callCard(ctx context.Context, turnID, runID, callID string) (re
 		return results.Card{}, s.noWorker(ctx, err, turnID)
 	}
 	i := slices.IndexFunc(st.Cards, func(c results.Card) bool { return c.CallID == callID })
-	if i < 0 {
-		return results.Card{}, fmt.Errorf("%w %q in turn %s", errNoCall, callID, turnID)
+	if i >= 0 {
+		return st.Cards[i], nil
 	}
-	return st.Cards[i], nil
+	// A call waiting in an agent this turn called, as its card shows it.
+	for _, c := range st.Cards {
+		if c.Agent == nil {
+			continue
+		}
+		if j := slices.IndexFunc(c.Agent.Waiting, func(w results.Card) bool { return w.CallID == callID }); j >= 0 {
+			return c.Agent.Waiting[j], nil
+		}
+	}
+	return results.Card{}, fmt.Errorf("%w %q in turn %s", errNoCall, callID, turnID)
 }
 
 // answerableCard is callCard for a response from key p: a call of a tool

@@ -142,6 +142,24 @@ type Card struct {
 	// call (docs/approvals.md): which rule, and for a call that needs
 	// approval who may give it and how far it has got.
 	Approval *Approval `json:"approval,omitempty"`
+	// Agent is set on a call of another agent (an agent offered as a
+	// tool): which agent runs it, in which turn, and what waits there.
+	Agent *AgentCall `json:"agent,omitempty"`
+}
+
+// AgentCall is the turn another agent runs for one call.
+type AgentCall struct {
+	// Name is the agent the call runs; Turn is the workflow id of its
+	// turn, the calling turn's id and the call id joined by "/".
+	Name string `json:"name"`
+	Turn string `json:"turn"`
+	// Chain names the agents from the top turn's down to this one.
+	Chain []string `json:"chain,omitempty"`
+	// Waiting are the calls that wait for people in that turn (and in the
+	// turns it calls in turn), their call ids prefixed with this call's id
+	// and "/": a respond to the calling turn under such an id reaches the
+	// turn that waits.
+	Waiting []Card `json:"waiting,omitempty"`
 }
 
 // Approval is what an approval rule made of a call.

@@ -195,6 +195,10 @@ type ConnectionRequired struct {
 type Transfer struct {
 	Target  string `json:"target"`
 	Message string `json:"message,omitempty"`
+	// Now, in a session, has the target answer the message that asked
+	// for the transfer; without it the target takes over from the next
+	// message on.
+	Now bool `json:"now,omitempty"`
 }
 
 // Succeed returns a success with the given parts.

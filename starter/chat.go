@@ -35,6 +35,7 @@ type sessions interface {
 
 type chatFlags struct {
 	turnFlags
+	agent       string
 	session     string
 	by          string
 	turnsPerRun int
@@ -47,6 +48,7 @@ func (c *cli) cmdChat(ctx context.Context, args []string) error {
 	fs := c.flagSet("chat")
 	var f chatFlags
 	fs.StringVar(&f.session, "session", "", "resume the session with this `id` (its settings are the ones it started with)")
+	fs.StringVar(&f.agent, "agent", "", "a new session of the worker's named `agent` (starter agents lists them): a transfer hands the conversation to another agent and the session goes on")
 	fs.StringVar(&f.model, "model", chatModel, "model of a new session as `provider:name`")
 	fs.StringVar(&f.tools, "tools", "", "comma-separated tool `names` the model may call (default for scripted:chat and scripted:demo: "+strings.Join(demoTools, ",")+"; otherwise none)")
 	fs.Var(&f.approve, "approve", "always ask before running `tool` (repeatable or comma list; * for every tool)")
@@ -69,7 +71,7 @@ func (c *cli) cmdChat(ctx context.Context, args []string) error {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if f.session != "" {
-		for _, name := range []string{"model", "tools", "approve", "timeout", "max-steps", "system", "user", "turns-per-run"} {
+		for _, name := range []string{"agent", "model", "tools", "approve", "timeout", "max-steps", "system", "user", "turns-per-run"} {
 			if set[name] {
 				return usagef("--%s applies to a new session; --session resumes one with the settings it started with", name)
 			}
@@ -97,8 +99,12 @@ func (c *cli) cmdChat(ctx context.Context, args []string) error {
 		if err := s.StartSession(ctx, ch.id, c.g.taskQueue, in); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stderr, "started session %s on task queue %s (model %s)\n%s; come back with: starter chat --session %s\n",
-			ch.id, c.g.taskQueue, in.Turn.Model, chatCommands, ch.id)
+		runs := "model " + in.Turn.Model
+		if in.Turn.Agent != "" {
+			runs = "agent " + in.Turn.Agent
+		}
+		fmt.Fprintf(c.stderr, "started session %s on task queue %s (%s)\n%s; come back with: starter chat --session %s\n",
+			ch.id, c.g.taskQueue, runs, chatCommands, ch.id)
 	} else if err := ch.resume(ctx); err != nil {
 		return err
 	}
@@ -110,8 +116,12 @@ func (c *cli) cmdChat(ctx context.Context, args []string) error {
 func (c *cli) sessionInput(f chatFlags, set map[string]bool) (workflows.SessionInput, error) {
 	in := workflows.SessionInput{TurnsPerRun: f.turnsPerRun}
 	turn := &in.Turn
-	turn.Model, turn.System = f.model, f.system
-	if err := f.applyPolicy(turn, set, false); err != nil {
+	turn.Agent, turn.System = f.agent, f.system
+	// An agent brings its own model and tools; flags only narrow them.
+	if f.agent == "" || set["model"] {
+		turn.Model = f.model
+	}
+	if err := f.applyPolicy(turn, set, f.agent != ""); err != nil {
 		return in, err
 	}
 	if set["turns-per-run"] && (f.turnsPerRun < 1 || f.turnsPerRun > workflows.MaxTurnsPerRun) {
@@ -121,7 +131,7 @@ func (c *cli) sessionInput(f chatFlags, set map[string]bool) (workflows.SessionI
 	if turn.User == "" {
 		turn.User = defaultPerson(c.getenv)
 	}
-	if turn.Model == "" {
+	if turn.Model == "" && turn.Agent == "" {
 		return in, usagef("no model: give --model provider:name")
 	}
 	return in, nil

@@ -141,6 +141,10 @@ func (f *fakeSessions) Runs(context.Context, string) ([]string, error) {
 	return nil, errors.New("not a turn")
 }
 
+func (f *fakeSessions) Agents(context.Context, string) ([]workflows.AgentInfo, error) {
+	return nil, errors.New("not a turn")
+}
+
 func (f *fakeSessions) Close() {}
 
 func runChat(t *testing.T, f *fakeSessions, stdin string, args ...string) outcome {
@@ -281,4 +285,15 @@ func TestChatUsage(t *testing.T) {
 	assert.Contains(t, o.stderr, "no --json output")
 	o = runChat(t, f, "", "--turns-per-run", "0")
 	assert.Equal(t, exitRejected, o.code)
+}
+
+func TestChatWithAnAgentLeavesItsModelAndToolsToIt(t *testing.T) {
+	f := newFakeSessions(func(text string) *fakeTurns { return finished(workflows.StatusCompleted, "Triage here.") })
+	o := runChat(t, f, "hello\n/end\n", "--agent", "triage")
+	require.Equal(t, 0, o.code, "stdout:\n%s\nstderr:\n%s", o.stdout, o.stderr)
+	in := f.started[0].Turn
+	assert.Equal(t, "triage", in.Agent)
+	assert.Empty(t, in.Model)
+	assert.Nil(t, in.Tools)
+	assert.Contains(t, o.stderr, "(agent triage)")
 }

@@ -48,6 +48,8 @@ type turns interface {
 	Export(ctx context.Context, id, runID string, w io.Writer) error
 	// Runs lists the runs of a turn that continued as new, oldest first.
 	Runs(ctx context.Context, id string) ([]string, error)
+	// Agents lists the named agents the workers of taskQueue offer.
+	Agents(ctx context.Context, taskQueue string) ([]workflows.AgentInfo, error)
 	Close()
 }
 
@@ -254,3 +256,13 @@ func (quietLogger) Debug(string, ...any) {}
 func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(string, ...any) {}
+
+func (t *temporalTurns) Agents(ctx context.Context, taskQueue string) ([]workflows.AgentInfo, error) {
+	qctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	agents, err := tollgate.Client{Temporal: t.c, TaskQueue: taskQueue}.Agents(qctx)
+	if err != nil && qctx.Err() != nil {
+		return nil, fmt.Errorf("no worker on task queue %s answered within %s; is one running (go run ./worker --dev)?", taskQueue, rpcTimeout)
+	}
+	return agents, err
+}

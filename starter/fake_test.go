@@ -19,6 +19,9 @@ import (
 type fakeTurns struct {
 	mu sync.Mutex
 
+	agents      []workflows.AgentInfo
+	agentsQueue string
+
 	state    workflows.State
 	stateErr error
 
@@ -124,6 +127,13 @@ func (f *fakeTurns) Export(_ context.Context, _, run string, w io.Writer) error 
 
 func (f *fakeTurns) Runs(context.Context, string) ([]string, error) {
 	return f.runs, nil
+}
+
+func (f *fakeTurns) Agents(_ context.Context, taskQueue string) ([]workflows.AgentInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.agentsQueue = taskQueue
+	return f.agents, nil
 }
 
 func (f *fakeTurns) Close() {

@@ -116,6 +116,8 @@ var verbs = []verb{
 	{"run", `[flags] "prompt"`, "start a turn; --wait waits for its result, --interactive answers it here",
 		`starter run --interactive "Summarise notes.txt into summary.md"`, (*cli).cmdRun},
 	{"chat", "[--session ID] [flags]", "talk with an agent over many turns (a session); answer its approvals here; --session resumes one", "starter chat --model openai:gpt-4.1 --tools read_file", (*cli).cmdChat},
+	{"agents", "", "list the named agents the workers of the task queue offer (their --agents file)",
+		"starter agents", (*cli).cmdAgents},
 	{"state", "ID", "print the turn's status and every call's card",
 		"starter state tollgate-3f2a9c01", (*cli).cmdState},
 	{"list", "[--waiting] [--user U] [--limit N]", "list turns, newest first, with the calls each waits on (the Tollgate search attributes)",

@@ -538,3 +538,19 @@ func TestConnectSealsTheTokenWithTheCodecKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "s3cret-token", cred.Token)
 }
+
+func TestRunWithAnAgentLeavesItsModelAndToolsToIt(t *testing.T) {
+	f := &fakeTurns{}
+	o := newHarness(t, f).run("", "run", "--agent", "billing", "refund order 7")
+	require.Equal(t, 0, o.code, o.stderr)
+	in := f.started[0].in
+	require.Equal(t, "billing", in.Agent)
+	require.Empty(t, in.Model)
+	require.Nil(t, in.Tools)
+
+	f = &fakeTurns{}
+	o = newHarness(t, f).run("", "run", "--agent", "billing", "--tools", "refund", "--model", "openai:gpt-4.1", "refund order 7")
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Equal(t, []string{"refund"}, f.started[0].in.Tools)
+	require.Equal(t, "openai:gpt-4.1", f.started[0].in.Model)
+}

@@ -85,6 +85,7 @@ func (f turnFlags) applyPolicy(in *workflows.Input, set map[string]bool, keepToo
 
 type runFlags struct {
 	turnFlags
+	agent       string
 	id          string
 	input       string
 	wait        bool
@@ -116,6 +117,7 @@ func (c *cli) cmdRun(ctx context.Context, args []string) error {
 	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls before the turn stops with status max_steps (default 16)")
 	fs.StringVar(&f.system, "system", "", "system `prompt`")
 	fs.StringVar(&f.user, "user", "", "`user` who owns the turn; tools look up account connections for them (default $USER, else cli)")
+	fs.StringVar(&f.agent, "agent", "", "run the worker's named `agent` (starter agents lists them): its model, instructions, tools and policy, which --model, --system, --tools and --approve narrow")
 	fs.StringVar(&f.id, "id", "", "workflow `id` (default tollgate-<random>)")
 	fs.StringVar(&f.input, "input", "", "read the full turn input from this JSON `file` (- for stdin); flags given explicitly and the prompt argument override it")
 	fs.BoolVar(&f.wait, "wait", false, "wait for the turn to end, print each card as it changes and the result")
@@ -180,13 +182,15 @@ func (c *cli) buildInput(f runFlags, set map[string]bool, pos []string) (workflo
 			return in, err
 		}
 	}
-	// use reports whether a flag should be applied: always when set,
-	// and at its default only when there is no input file to respect.
-	use := func(name string) bool { return set[name] || !fromFile }
-	if use("model") {
+	if set["agent"] {
+		in.Agent = f.agent
+	}
+	// --model applies when set, and at its default only when there is no
+	// input file to respect and no agent, which brings its own model.
+	if set["model"] || (!fromFile && in.Agent == "") {
 		in.Model = f.model
 	}
-	if err := f.applyPolicy(&in, set, fromFile); err != nil {
+	if err := f.applyPolicy(&in, set, fromFile || in.Agent != ""); err != nil {
 		return in, err
 	}
 	if set["system"] {
@@ -201,7 +205,7 @@ func (c *cli) buildInput(f runFlags, set map[string]bool, pos []string) (workflo
 	if len(pos) == 1 {
 		in.Prompt = pos[0]
 	}
-	if in.Model == "" {
+	if in.Model == "" && in.Agent == "" {
 		return in, usagef("no model: give --model provider:name, or \"model\" in the --input file")
 	}
 	if in.Prompt == "" && len(in.Messages) == 0 {

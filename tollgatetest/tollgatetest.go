@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
@@ -71,6 +72,25 @@ func Call(id, tool string, args any) scripted.ToolCall {
 // ModelPrefix is the provider prefix a Turn's model answers to.
 const ModelPrefix = "tollgatetest"
 
+// Models scripts several agents, one Model each: the model
+// "tollgatetest:<name>" plays Models[<name>]. Give each agent of
+// tollgate.Options.Agents its own model string and pass the Models to
+// NewAgentTurn.
+type Models map[string]*Model
+
+// Complete implements model.Provider.
+func (ms Models) Complete(ctx context.Context, req model.Request) (model.Response, error) {
+	m, ok := ms[req.Model]
+	if !ok {
+		return model.Response{}, &model.Error{Message: fmt.Sprintf("tollgatetest: no model scripted as %q", req.Model)}
+	}
+	return m.Complete(ctx, req)
+}
+
+// TurnID is the workflow id of the turn a Turn runs; the turns of agents
+// it calls as tools are TurnID/<call id>.
+const TurnID = "tollgatetest-turn"
+
 // Turn runs AgentTurn in the SDK's test environment with the tools and
 // providers of opts and a test model. Time is virtual: a response due in
 // 24 hours arrives at once.
@@ -84,13 +104,26 @@ type Turn struct {
 // temporary directories of t.
 func NewTurn(t testing.TB, opts tollgate.Options, m *Model) *Turn {
 	t.Helper()
+	return newTurn(t, opts, m, m)
+}
+
+// NewAgentTurn builds a Turn whose agents (opts.Agents) each play their
+// own script: an agent with model "tollgatetest:<name>" plays ms[<name>].
+// Turn.Model is nil; assert on the Models instead.
+func NewAgentTurn(t testing.TB, opts tollgate.Options, ms Models) *Turn {
+	t.Helper()
+	return newTurn(t, opts, ms, nil)
+}
+
+func newTurn(t testing.TB, opts tollgate.Options, provider model.Provider, m *Model) *Turn {
+	t.Helper()
 	if opts.DataDir == "" {
 		opts.DataDir = t.TempDir()
 	}
 	if opts.Workspace == "" {
 		opts.Workspace = t.TempDir()
 	}
-	providers := map[string]model.Provider{ModelPrefix: m}
+	providers := map[string]model.Provider{ModelPrefix: provider}
 	for prefix, p := range opts.Providers {
 		providers[prefix] = p
 	}
@@ -105,6 +138,7 @@ func NewTurn(t testing.TB, opts tollgate.Options, m *Model) *Turn {
 	// machine can take that long for a first task that compiles schemas,
 	// without any workflow code blocking.
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 30 * time.Second})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: TurnID})
 	p.Register(env)
 	return &Turn{Env: env, Model: m, t: t}
 }
@@ -112,15 +146,27 @@ func NewTurn(t testing.TB, opts tollgate.Options, m *Model) *Turn {
 // RespondAt sends the respond Update after d of workflow time. A refusal
 // fails the test unless the response is expected to be refused; use
 // Env.UpdateWorkflow directly to assert on refusals.
+//
+// A call id "<call>/<child call>", as a calling card's agent.waiting
+// shows it, reaches the turn of the agent that call runs, as
+// tollgate.Client routes it.
 func (tr *Turn) RespondAt(d time.Duration, r workflows.Response) {
 	tr.Env.RegisterDelayedCallback(func() {
-		tr.Env.UpdateWorkflow(workflows.RespondName, tollgate.ResponseID(r), &testsuite.TestUpdateCallback{
+		cb := &testsuite.TestUpdateCallback{
 			OnAccept: func() {},
 			OnReject: func(err error) {
 				tr.t.Errorf("tollgatetest: the turn refused %s for call %s: %v", r.Decision, r.CallID, err)
 			},
 			OnComplete: func(any, error) {},
-		}, r)
+		}
+		turn, routed := workflows.RouteResponse(TurnID, r)
+		if turn == TurnID {
+			tr.Env.UpdateWorkflow(workflows.RespondName, tollgate.ResponseID(r), cb, r)
+			return
+		}
+		if err := tr.Env.UpdateWorkflowByID(turn, workflows.RespondName, tollgate.ResponseID(routed), cb, routed); err != nil {
+			tr.t.Errorf("tollgatetest: respond to %s: %v", turn, err)
+		}
 	}, d)
 }
 
@@ -144,7 +190,7 @@ func (tr *Turn) StateAt(d time.Duration, f func(workflows.State)) {
 
 // Run runs the turn to its end. An empty in.Model is the test model.
 func (tr *Turn) Run(in workflows.Input) (workflows.Result, error) {
-	if in.Model == "" {
+	if in.Model == "" && in.Agent == "" {
 		in.Model = ModelPrefix + ":model"
 	}
 	tr.Env.ExecuteWorkflow(workflows.WorkflowName, in)

@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities/builtin"
 	"github.com/tollgate-dev/tollgate/activities/mcp"
 	"github.com/tollgate-dev/tollgate/activities/webhook"
+	"github.com/tollgate-dev/tollgate/agents"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
@@ -52,6 +53,8 @@ type flags struct {
 	dieWithParent bool
 	// mcpConfig names the MCP servers whose tools the worker offers.
 	mcpConfig string
+	// agentsFile names the agents file (--agents, TOLLGATE_AGENTS).
+	agentsFile string
 	// oauthProviders names the OAuth providers file.
 	oauthProviders string
 	// oauthRedirectBase is the gateway's public URL, for MCP's
@@ -89,6 +92,7 @@ func main() {
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
 	flag.StringVar(&f.policy, "policy", os.Getenv("TOLLGATE_POLICY"), "approval rules `file` (YAML or JSON; TOLLGATE_POLICY), checked against every tool's argument schema at start")
 	flag.StringVar(&f.mcpConfig, "mcp", os.Getenv("TOLLGATE_MCP_CONFIG"), "MCP servers `file` (JSON) whose tools the worker offers as <server>.<tool> (TOLLGATE_MCP_CONFIG)")
+	flag.StringVar(&f.agentsFile, "agents", os.Getenv(agents.Env), "agents `file` (YAML or JSON): named agents turns and sessions run by name, call as tools and hand off to ("+agents.Env+")")
 	flag.StringVar(&f.oauthProviders, "oauth-providers", os.Getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file` (JSON): tokens are refreshed before tools run, and with --dev the gateway runs the connect flow (TOLLGATE_OAUTH_PROVIDERS)")
 	flag.StringVar(&f.oauthRedirectBase, "oauth-redirect-base", os.Getenv("TOLLGATE_OAUTH_REDIRECT_BASE"), "the gateway's public base `URL`: turns on MCP's authorization flow, so an MCP server that answers 401 gets a connect link to its own authorization server (TOLLGATE_OAUTH_REDIRECT_BASE; with --dev, the dev gateway's address)")
 	flag.StringVar(&f.workerID, "worker-id", os.Getenv("TOLLGATE_WORKER_ID"), "this worker's `id`: its turns' file and shell calls run on task queue <task-queue>/ws/<id> (TOLLGATE_WORKER_ID; default host name and a hash of the workspace path)")
@@ -144,6 +148,12 @@ func run(f flags, logger *slog.Logger) error {
 	var mcpConfig mcp.Config
 	if f.mcpConfig != "" {
 		if mcpConfig, err = mcp.LoadConfig(f.mcpConfig); err != nil {
+			return err
+		}
+	}
+	var named []workflows.Agent
+	if f.agentsFile != "" {
+		if named, err = agents.Load(f.agentsFile); err != nil {
 			return err
 		}
 	}
@@ -236,6 +246,7 @@ func run(f flags, logger *slog.Logger) error {
 		ToolSources:      mcpSources,
 		Events:           events.publisher(),
 		Rules:            rules,
+		Agents:           named,
 	})
 	if err != nil {
 		return err

@@ -104,7 +104,7 @@ func (t *turn) spentAt(now time.Time) Spent {
 		Tokens:     t.usage.InputTokens + t.usage.OutputTokens,
 		Cost:       t.cost,
 		Unpriced:   t.unpricedUnasked(),
-		ModelCalls: t.step,
+		ModelCalls: t.step + t.childSteps,
 		ToolCalls:  t.toolCalls,
 		WallTime:   Duration(now.Sub(t.startedAt)),
 	}

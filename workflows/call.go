@@ -326,6 +326,14 @@ func (t *turn) execute(ctx workflow.Context, c *call) {
 		c.refuse(t.interruption() + " before this call ran")
 		return
 	}
+	if name, ok := t.agentTools[c.card.Tool]; ok {
+		t.runAgent(ctx, c, name)
+		return
+	}
+	if target, ok := t.handoffTools[c.card.Tool]; ok {
+		t.runHandoff(c, target)
+		return
+	}
 	queue := t.queueFor(c)
 	c.runs++
 	in := activities.RunToolInput{
@@ -511,6 +519,10 @@ func (t *turn) applyOutcome(ctx workflow.Context, c *call, out results.Outcome) 
 		c.card.Connection = out.Connection
 		c.card.State = results.StateWaitingConnection
 	case results.KindTransfer:
+		if why := t.refusedTransfer(out.Transfer.Target); why != "" {
+			c.fail(results.FailureToolError, why, "", "")
+			return
+		}
 		c.clear()
 		c.card.State = results.StateSucceeded
 		c.card.Transfer = out.Transfer

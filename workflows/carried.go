@@ -102,6 +102,20 @@ func carriedFields(sessionID string, c *Carried) error {
 			return fmt.Errorf("%s.turn_id: %w", name, err)
 		}
 	}
+	if len(c.Holders) > RecentTurns {
+		return fmt.Errorf("holders has %d entries; a session keeps at most %d", len(c.Holders), RecentTurns)
+	}
+	for i, h := range c.Holders {
+		if err := maxLen(fmt.Sprintf("holders[%d].message", i), h.Message, maxExcerptBytes); err != nil {
+			return err
+		}
+		if !validAgentName(h.Agent) || (h.From != "" && !validAgentName(h.From)) {
+			return fmt.Errorf("holders[%d] names no valid agent", i)
+		}
+	}
+	if c.Agent != "" && !validAgentName(c.Agent) {
+		return fmt.Errorf("agent %q is not an agent's name", truncatedForMessage(c.Agent))
+	}
 	last = 0
 	for i, q := range c.Pending {
 		name := fmt.Sprintf("pending[%d]", i)
@@ -113,7 +127,7 @@ func carriedFields(sessionID string, c *Carried) error {
 			return fmt.Errorf("%s.turn_id: queued messages must be in the order they were numbered", name)
 		}
 		last = n
-		if strings.TrimSpace(q.Text) == "" {
+		if strings.TrimSpace(q.Text) == "" && !q.Handoff {
 			return fmt.Errorf("%s.text is empty", name)
 		}
 		if err := maxLen(name+".text", q.Text, MaxMessageBytes); err != nil {

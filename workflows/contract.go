@@ -59,6 +59,15 @@ type Input struct {
 	// Continued is what the run before handed on, in a turn that continued
 	// as new; callers leave it empty.
 	Continued *Continued `json:"continued,omitempty"`
+	// Agent names the worker's agent the turn runs (see docs/agents.md):
+	// its instructions, model, tools and policy, which the fields above
+	// narrow but never widen.
+	Agent string `json:"agent,omitempty"`
+	// Resolved is what the agents resolved to when the turn started, and
+	// Caller is set on the turn of an agent another turn called; callers
+	// leave both empty.
+	Resolved *Resolved `json:"resolved,omitempty"`
+	Caller   *Caller   `json:"caller,omitempty"`
 }
 
 // OnTimeout says what happens to a wait that outlives the response timeout.

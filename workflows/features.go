@@ -41,6 +41,10 @@ type Features struct {
 	// Policy is this worker's compiled approval rules. Workflow code
 	// reads it only inside the SideEffect that records its decisions.
 	Policy RuleSet `json:"-"`
+	// Agents are the worker's named agents by name. A turn records the
+	// ones it uses when it starts (resolveAgents), so they are never
+	// recorded here.
+	Agents map[string]Agent `json:"-"`
 }
 
 // RuleSet decides a tool call by the worker's approval rules

@@ -90,6 +90,9 @@ func (t *turn) takeSignal(ctx workflow.Context, payload converter.RawValue) bool
 		workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "reason", t.lastInvalidSignal)
 		return false
 	}
+	if t.forwardSignal(ctx, r) {
+		return false
+	}
 	if err := t.validateResponse(r); err != nil {
 		t.rejectSignal(err.Error())
 		workflow.GetLogger(ctx).Warn("Dropped an invalid respond signal", "call_id", r.CallID, "reason", err.Error())
@@ -134,6 +137,9 @@ func (t *turn) validateResponse(r Response) error {
 	if c == nil {
 		if r.CallID == "" {
 			return fmt.Errorf("the response names no call_id")
+		}
+		if child, rest := RouteResponse(t.id, r); child != t.id {
+			return &rejection{kind: ErrTypeUnknownCall, err: fmt.Errorf("call %q waits in the agent turn %s; send the response there as call %q (tollgate.Client and the gateway route it)", r.CallID, child, rest.CallID)}
 		}
 		return &rejection{kind: ErrTypeUnknownCall, err: fmt.Errorf("there is no call %q in this turn%s", r.CallID, t.waitingHint())}
 	}

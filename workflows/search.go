@@ -62,17 +62,15 @@ func (t *turn) publish(ctx workflow.Context) {
 	status := t.currentStatus()
 	var calls, tools []string
 	size := 0
-	for _, c := range t.calls {
-		if !c.card.State.Waiting() {
-			continue
-		}
-		id := clipBytes(c.card.CallID, maxKeywordAttrBytes)
+	// Calls waiting in the agents this turn called count as its own.
+	for _, card := range t.waitingTree() {
+		id := clipBytes(card.CallID, maxKeywordAttrBytes)
 		if len(calls) == maxListedCalls || size+len(id) > maxListedBytes {
 			break
 		}
 		calls = append(calls, id)
 		size += len(id)
-		if tool := clipBytes(c.card.Tool, maxKeywordAttrBytes); !slices.Contains(tools, tool) {
+		if tool := clipBytes(card.Tool, maxKeywordAttrBytes); !slices.Contains(tools, tool) {
 			tools = append(tools, tool)
 		}
 	}

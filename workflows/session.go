@@ -29,7 +29,7 @@ func AgentSession(ctx workflow.Context, in SessionInput) (SessionResult, error) 
 // queue. A turn that transfers ends the session with status transferred:
 // the conversation belongs to the agent it names from then on.
 func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionResult, error) {
-	v := workflow.GetVersion(ctx, sessionChange, workflow.DefaultVersion, sessionResendVersion)
+	v := workflow.GetVersion(ctx, sessionChange, workflow.DefaultVersion, sessionAgentsVersion)
 	checked := v >= sessionCheckedVersion
 	if err := validateSession(in); err != nil {
 		return SessionResult{}, temporal.NewNonRetryableApplicationError("invalid session input: "+err.Error(), ErrTypeInvalidInput, nil)
@@ -42,6 +42,11 @@ func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionRe
 	s := newSession(ctx, in)
 	s.checked = checked
 	s.resends = v >= sessionResendVersion
+	s.agents = v >= sessionAgentsVersion
+	if s.agents && in.Carried == nil && in.Turn.Agent != "" {
+		s.agent = in.Turn.Agent
+		s.holders = []AgentHold{{Agent: s.agent, Since: workflow.Now(ctx)}}
+	}
 	s.features = f.record(ctx)
 	if err := s.register(ctx); err != nil {
 		return SessionResult{}, err
@@ -54,12 +59,16 @@ func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionRe
 // carries within those bounds, and bounds send and end payloads and
 // refuses text in them that is not UTF-8. Version 2 (sessionResendVersion)
 // answers a send retried under its Update id after the session continued
-// as new with the turn the first one got (see session.resent). Sessions
+// as new with the turn the first one got (see session.resent). Version 4
+// (sessionAgentsVersion) hands the conversation of a session of named
+// agents to a transfer's target instead of ending (session_agents.go);
+// version 3 is session budgets, added beside it. Sessions
 // whose run started before replay as they ran.
 const (
 	sessionChange         = "session"
 	sessionCheckedVersion = 1
 	sessionResendVersion  = 2
+	sessionAgentsVersion  = sessionResendVersion + 2
 )
 
 // The server keeps one Update per id only within a run: a send whose
@@ -138,6 +147,13 @@ type session struct {
 
 	invalidSignals    int
 	lastInvalidSignal string
+
+	// agents: the run is at sessionAgentsVersion. agent is the named
+	// agent holding the conversation (empty in a session without agents),
+	// holders who held it when.
+	agents  bool
+	agent   string
+	holders []AgentHold
 }
 
 func newSession(ctx workflow.Context, in SessionInput) *session {
@@ -164,6 +180,7 @@ func newSession(ctx workflow.Context, in SessionInput) *session {
 		s.sends = append([]SentUpdate(nil), c.Sends...)
 		s.runs = c.Runs
 		s.invalidSignals, s.lastInvalidSignal = c.InvalidSignals, c.LastInvalidSignal
+		s.agent, s.holders = c.Agent, append([]AgentHold(nil), c.Holders...)
 	}
 	return s
 }
@@ -174,6 +191,10 @@ func validateSession(in SessionInput) error {
 	}
 	probe := in.Turn
 	probe.Prompt = "probe"
+	if probe.Agent != "" && probe.Model == "" {
+		// The agent's model; each turn resolves the agent it runs.
+		probe.Model = "agent"
+	}
 	if err := validateInput(probe); err != nil {
 		return fmt.Errorf("turn: %w", err)
 	}
@@ -294,6 +315,8 @@ func (s *session) handOver(ctx workflow.Context) (SessionInput, bool) {
 		InvalidSignals:    s.invalidSignals,
 		LastInvalidSignal: s.lastInvalidSignal,
 		Sends:             s.sends,
+		Agent:             s.agent,
+		Holders:           s.holders,
 	}
 	workflow.GetLogger(ctx).Info("Session continues as new", "turns", s.runTurns, "pending", len(s.pending), "runs", s.runs+1,
 		"history_events", workflow.GetInfo(ctx).GetCurrentHistoryLength())
@@ -306,10 +329,10 @@ func (s *session) runTurn(ctx workflow.Context) {
 	q := s.pending[0]
 	s.pending = append([]Queued(nil), s.pending[1:]...)
 	s.runTurns++
-	rec := &TurnRecord{ID: q.TurnID, Status: StatusRunning, Text: excerpt(q.Text), By: q.By, StartedAt: workflow.Now(ctx)}
+	rec := &TurnRecord{ID: q.TurnID, Status: StatusRunning, Text: excerpt(q.Text), By: q.By, StartedAt: workflow.Now(ctx), Agent: s.agent}
 	s.current = rec
 
-	in := s.in.Turn
+	in := s.turnInput()
 	in.Prompt, in.Head, in.Messages, in.Workspace = q.Text, s.head, s.unstored, s.workspace
 	summary, details := StartSummary(in)
 	opts := workflow.ChildWorkflowOptions{
@@ -387,6 +410,10 @@ func (s *session) runTurn(ctx workflow.Context) {
 	s.current = nil
 	s.keep(*rec)
 	if rec.Status == StatusTransferred {
+		if s.handsOff() {
+			s.handOff(ctx, q.TurnID, res.Transfer)
+			return
+		}
 		s.status, s.transfer, s.ending = SessionTransferred, res.Transfer, true
 	}
 }
@@ -653,6 +680,8 @@ func (s *session) conversation() Conversation {
 		InvalidSignals:    s.invalidSignals,
 		LastInvalidSignal: s.lastInvalidSignal,
 		Transfer:          s.transfer,
+		Agent:             s.agent,
+		Holders:           append([]AgentHold(nil), s.holders...),
 		EndedBy:           s.endBy,
 		EndReason:         s.endReason,
 	}

@@ -78,6 +78,22 @@ type Carried struct {
 	// Sends are the Update ids of the last sends and the turns they got,
 	// oldest first, so a send retried in a later run is the same message.
 	Sends []SentUpdate `json:"sends,omitempty"`
+	// Agent holds the conversation now; Holders are the last handoffs.
+	Agent   string      `json:"agent,omitempty"`
+	Holders []AgentHold `json:"holders,omitempty"`
+}
+
+// AgentHold is one stretch of a session's conversation held by one agent.
+type AgentHold struct {
+	Agent string    `json:"agent"`
+	Since time.Time `json:"since"`
+	// From is the agent that handed the conversation over, in turn Turn,
+	// with Message; Now says the agent took over at once rather than from
+	// the next message. All empty for the agent the session started with.
+	From    string `json:"from,omitempty"`
+	Turn    string `json:"turn,omitempty"`
+	Message string `json:"message,omitempty"`
+	Now     bool   `json:"now,omitempty"`
 }
 
 // SentUpdate is one send Update the session took.
@@ -146,6 +162,12 @@ type Conversation struct {
 	LastInvalidSignal string `json:"last_invalid_signal,omitempty"`
 	// Transfer is the target when the status is transferred.
 	Transfer *results.Transfer `json:"transfer,omitempty"`
+	// Agent is the named agent holding the conversation in a session of
+	// agents, and Holders say who held it when, oldest first (at most
+	// RecentTurns handoffs). A transfer there hands the conversation to
+	// the target and the session stays open.
+	Agent   string      `json:"agent,omitempty"`
+	Holders []AgentHold `json:"holders,omitempty"`
 	// EndedBy and EndReason say who closed an ended session, and why.
 	EndedBy   string `json:"ended_by,omitempty"`
 	EndReason string `json:"end_reason,omitempty"`
@@ -154,6 +176,8 @@ type Conversation struct {
 // TurnRecord is one turn as the session saw it.
 type TurnRecord struct {
 	ID string `json:"id"`
+	// Agent is the named agent that ran the turn, in a session of agents.
+	Agent string `json:"agent,omitempty"`
 	// Status is the turn's: running while it runs (the turn's own state
 	// Query tells running from waiting), then how it ended.
 	Status Status `json:"status"`
@@ -189,6 +213,10 @@ type Queued struct {
 	Text   string    `json:"text"`
 	By     string    `json:"by,omitempty"`
 	At     time.Time `json:"at"`
+	// Handoff marks the turn an agent takes at once when the conversation
+	// is handed to it: it has no message, and answers the conversation as
+	// it stands.
+	Handoff bool `json:"handoff,omitempty"`
 }
 
 // SessionResult is what a session returns when it ends.

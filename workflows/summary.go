@@ -27,6 +27,7 @@ const uiVersion = hardeningVersion + 1
 func (t *turn) waitsChanged(ctx workflow.Context) {
 	t.showWaiting(ctx)
 	t.publish(ctx)
+	t.tellCaller(ctx)
 }
 
 // maxSummaryRunes keeps a one-line summary one line in the UI.

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,20 @@ func AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // AgentTurn is the AgentTurn workflow on a deployment with these
 // features.
 func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
+	if in.Resolved != nil && in.Continued == nil {
+		return Result{}, temporal.NewNonRetryableApplicationError("invalid turn input: resolved is what a turn records of its agents; a new turn leaves it empty", ErrTypeInvalidInput, nil)
+	}
+	if in.Resolved == nil && usesAgents(in) {
+		// Only turns that use agents take the version marker this early,
+		// so the histories of all others keep their order of events.
+		if workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, latestTurnVersion) < agentsVersion {
+			return Result{}, temporal.NewNonRetryableApplicationError("invalid turn input: this turn started before agents existed", ErrTypeInvalidInput, nil)
+		}
+		var err error
+		if in, err = f.resolveAgents(ctx, in); err != nil {
+			return Result{}, temporal.NewNonRetryableApplicationError("invalid turn input: "+err.Error(), ErrTypeInvalidInput, nil)
+		}
+	}
 	if err := validateInput(in); err != nil {
 		return Result{}, temporal.NewNonRetryableApplicationError("invalid turn input: "+err.Error(), ErrTypeInvalidInput, nil)
 	}
@@ -49,8 +64,9 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // fails in setup as failed, with its reason; version 7 (longTurnsVersion)
 // continues a grown turn as new; version 8 (modelQueuesVersion) sends
 // model calls to their provider's queue when the deployment has one;
-// version 11 (rulesVersion) applies the worker's approval rules.
-// Turns that started before a version replay as they ran.
+// version 10 (agentsVersion) runs named agents, agents as tools and
+// handoffs (agents.go); version 11 (rulesVersion) applies the worker's
+// approval rules. Turns that started before a version replay as they ran.
 const (
 	hardeningChange  = "hardening"
 	hardeningVersion = 1
@@ -139,6 +155,14 @@ type turn struct {
 	stop       workflow.CancelFunc
 	stopReason string
 	events     *liveEvents
+
+	// agentTools and handoffTools map the tool names of the turn's agents
+	// and handoffs to the agent; childSteps counts the model calls of the
+	// agents it called; toldCaller is the waits last sent to the caller.
+	agentTools   map[string]string
+	handoffTools map[string]string
+	childSteps   int
+	toldCaller   string
 }
 
 func (t *turn) hardened() bool { return t.v >= hardeningVersion }
@@ -167,13 +191,19 @@ const modelQueuesVersion = longTurnsVersion + 1
 // Versions 9 (compaction) and 10 (agents) are being added in parallel.
 const rulesVersion = modelQueuesVersion + 3
 
+// latestTurnVersion is what a new turn records. Both places that read
+// the marker (AgentTurn, for turns that name agents, and setup) ask with
+// it: the marker is recorded once, so a lower maximum at the first would
+// hold a new turn below every later version.
+const latestTurnVersion = rulesVersion
+
 // fast reports whether the turn runs local tools locally and pins its
 // workspace tools (fastToolsVersion).
 func (t *turn) fast() bool { return t.v >= fastToolsVersion }
 
 func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.id = workflow.GetInfo(ctx).WorkflowExecution.ID
-	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, rulesVersion)
+	t.v = workflow.GetVersion(ctx, hardeningChange, workflow.DefaultVersion, latestTurnVersion)
 	t.ui = t.v >= uiVersion
 	t.byID = map[string]*call{}
 	t.nextSuffix = map[string]int{}
@@ -222,6 +252,10 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 		}
 	}
 	workflow.Go(ctx, t.receiveSignals)
+	t.indexAgents()
+	if t.v >= agentsVersion {
+		workflow.Go(ctx, t.receiveChildWaits)
+	}
 	t.startEvents(ctx, f)
 	t.publish(ctx)
 
@@ -267,23 +301,27 @@ func (t *turn) describeCarried(c *Continued) error {
 func (t *turn) describeTools(ctx workflow.Context) error {
 	t.specs = map[string]tool.Spec{}
 	t.schemas = map[string]*tool.Schema{}
-	if len(t.in.Tools) == 0 {
-		return nil
+	names := t.in.Tools
+	if t.in.Resolved != nil {
+		// Agents run in the workflow, not on a worker's registry.
+		names = slices.DeleteFunc(slices.Clone(names), func(s string) bool { return strings.HasPrefix(s, AgentToolPrefix) })
 	}
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		ScheduleToCloseTimeout: time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 3},
-	})
-	var specs []tool.Spec
-	if err := workflow.ExecuteLocalActivity(lctx, activities.DescribeToolsName, t.in.Tools).Get(ctx, &specs); err != nil {
-		return fmt.Errorf("describe tools: %w", err)
-	}
-	for _, s := range specs {
-		if err := t.addSpec(s); err != nil {
-			return err
+	if len(names) > 0 {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			ScheduleToCloseTimeout: time.Minute,
+			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 3},
+		})
+		var specs []tool.Spec
+		if err := workflow.ExecuteLocalActivity(lctx, activities.DescribeToolsName, names).Get(ctx, &specs); err != nil {
+			return fmt.Errorf("describe tools: %w", err)
+		}
+		for _, s := range specs {
+			if err := t.addSpec(s); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	return t.describeAgents()
 }
 
 func (t *turn) addSpec(s tool.Spec) error {
@@ -587,7 +625,7 @@ func (t *turn) cards() []results.Card {
 func (t *turn) currentStatus() Status {
 	if t.status == StatusRunning {
 		for _, c := range t.calls {
-			if c.card.State.Waiting() {
+			if c.card.State.Waiting() || (c.card.Agent != nil && len(c.card.Agent.Waiting) > 0) {
 				return StatusWaiting
 			}
 		}

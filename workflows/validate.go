@@ -10,5 +10,13 @@ func ValidateInput(in Input) error {
 	if in.Continued != nil {
 		return fmt.Errorf("continued is what a turn hands its next run when it continues as new; a new turn leaves it empty")
 	}
+	if in.Resolved != nil {
+		return fmt.Errorf("resolved is what a turn records of its agents; a new turn leaves it empty")
+	}
+	if in.Agent != "" && in.Model == "" {
+		// The agent's model; the worker checks the rest when it resolves
+		// the agent.
+		in.Model = "agent"
+	}
 	return validateInput(in)
 }

@@ -111,6 +111,8 @@ type env struct {
 	webhooks         webhook.Options
 	// rules are the workers' approval rules.
 	rules []policy.Rule
+	// agents are the workers' named agents.
+	agents []workflows.Agent
 
 	mu      sync.Mutex
 	caller  client.Client
@@ -237,6 +239,7 @@ func (e *env) startWorkerWith(opts worker.Options) *runningWorker {
 		SearchAttributes: e.searchAttributes,
 		Webhooks:         e.webhooks,
 		Rules:            e.rules,
+		Agents:           e.agents,
 	})
 	require.NoError(e.t, err)
 	e.mu.Lock()

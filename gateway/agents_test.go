@@ -1,0 +1,162 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate"
+	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/tollgatetest"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+func init() {
+	scripts["agboss"] = tollgatetest.NewModel(
+		tollgatetest.Reply("", tollgatetest.Call("c1", "agent_agwriter", map[string]string{"task": "write notes.md"})),
+		tollgatetest.Reply("The writer wrote it."),
+	)
+	scripts["agwriter"] = tollgatetest.NewModel(
+		tollgatetest.Reply("", tollgatetest.Call("w1", "write_file", map[string]string{"path": "notes.md", "content": "hi"})),
+		tollgatetest.Reply("Wrote notes.md."),
+	)
+	scripts["agtriage"] = tollgatetest.NewModel(
+		tollgatetest.Reply("Over to billing.", tollgatetest.Call("h1", "transfer_to_agbilling", map[string]string{"message": "refund"})),
+	)
+	scripts["agbilling"] = tollgatetest.NewModel(
+		tollgatetest.Reply("unused"),
+		tollgatetest.Reply("Billing here: refunded."),
+	)
+}
+
+var gatewayAgents = []workflows.Agent{
+	{Name: "agboss", Model: "gw:agboss", Tools: []string{"agent:agwriter"}},
+	{Name: "agwriter", Description: "Writes files.", Model: "gw:agwriter", Tools: []string{"write_file"}, Policy: workflows.Policy{Approval: map[string]string{"write_file": "always"}}},
+	{Name: "agtriage", Model: "gw:agtriage", Handoffs: []string{"agbilling"}},
+	{Name: "agbilling", Model: "gw:agbilling"},
+}
+
+// The gateway lists the worker's agents, starts a turn by agent, shows
+// a child agent's approval on the parent and answers it through the
+// parent's respond route.
+func TestGatewayRunsAgentsAndAnswersAChildThroughTheParent(t *testing.T) {
+	e := newEnv(t, envOptions{agents: gatewayAgents})
+	ann := e.key("ann", []apikey.Scope{apikey.Read, apikey.Start, apikey.Respond})
+
+	got := e.do(request{method: http.MethodGet, path: "/v1/agents", key: ann})
+	require.Equal(t, http.StatusOK, got.code, got.body)
+	listed := decodeJSON[struct {
+		Agents []workflows.AgentInfo `json:"agents"`
+	}](t, got.body)
+	require.Len(t, listed.Agents, 4)
+	require.Equal(t, "agbilling", listed.Agents[0].Name)
+	require.NotContains(t, got.body, "instructions")
+
+	started := e.do(request{method: http.MethodPost, path: "/v1/turns", key: ann, body: `{"agent":"agboss","prompt":"write my notes"}`})
+	require.Equal(t, http.StatusCreated, started.code, started.body)
+	id := decodeJSON[map[string]string](t, started.body)["id"]
+	e.turns = append(e.turns, id, id+"/c1")
+	s := e.waitState(id, "the child's approval", func(s workflows.State) bool {
+		return s.Status == workflows.StatusWaiting && len(s.Cards) == 1 && s.Cards[0].Agent != nil && len(s.Cards[0].Agent.Waiting) == 1
+	})
+	require.Equal(t, "c1/w1", s.Cards[0].Agent.Waiting[0].CallID)
+	e.waitListed(id, workflows.StatusWaiting)
+
+	answered := e.do(request{method: http.MethodPost, path: "/v1/turns/" + id + "/respond", key: ann, body: `{"call_id":"c1/w1","decision":"approve"}`})
+	require.Equal(t, http.StatusOK, answered.code, answered.body)
+	require.Equal(t, "w1", decodeJSON[results.Card](t, answered.body).CallID)
+	res := e.result(id)
+	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+	require.Equal(t, "The writer wrote it.", res.Text)
+}
+
+// A bare turn that transfers ends transferred; one call continues it
+// with the target agent.
+func TestGatewayContinuesATransferredTurnWithItsTarget(t *testing.T) {
+	e := newEnv(t, envOptions{agents: gatewayAgents})
+	ann := e.key("ann", []apikey.Scope{apikey.Read, apikey.Start})
+	bob := e.key("bob", []apikey.Scope{apikey.Read, apikey.Start})
+
+	started := e.do(request{method: http.MethodPost, path: "/v1/turns", key: ann, body: `{"agent":"agtriage","prompt":"refund please"}`})
+	require.Equal(t, http.StatusCreated, started.code, started.body)
+	id := decodeJSON[map[string]string](t, started.body)["id"]
+	e.turns = append(e.turns, id)
+	require.Equal(t, workflows.StatusTransferred, e.result(id).Status)
+
+	other := e.do(request{method: http.MethodPost, path: "/v1/turns/" + id + "/continue", key: bob, body: `{}`})
+	require.Equal(t, http.StatusForbidden, other.code, other.body)
+
+	next := e.do(request{method: http.MethodPost, path: "/v1/turns/" + id + "/continue", key: ann, body: `{}`})
+	require.Equal(t, http.StatusCreated, next.code, next.body)
+	nextID := decodeJSON[map[string]string](t, next.body)["id"]
+	e.turns = append(e.turns, nextID)
+	res := e.result(nextID)
+	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+	require.Equal(t, "Billing here: refunded.", res.Text)
+
+	again := e.do(request{method: http.MethodPost, path: "/v1/turns/" + nextID + "/continue", key: ann, body: `{}`})
+	require.Equal(t, http.StatusConflict, again.code, again.body)
+	require.Contains(t, again.error(t), "did not end with a transfer")
+}
+
+func (e *env) result(id string) workflows.Result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	res, err := tollgate.Client{Temporal: e.caller}.Result(ctx, id)
+	require.NoError(e.t, err, fmt.Sprintf("result of %s", id))
+	return res
+}
+
+// A called agent's approval is listed on the top turn, shown once in the
+// inbox with the chain of agents, and answered there.
+func TestInboxShowsAChildsWaitUnderTheTopTurn(t *testing.T) {
+	e := newEnv(t, envOptions{agents: gatewayAgents})
+	ops := e.key("ops", []apikey.Scope{apikey.Read, apikey.Start, apikey.Respond})
+	started := e.do(request{method: http.MethodPost, path: "/v1/turns", key: ops, body: `{"agent":"agboss","prompt":"write my notes"}`})
+	require.Equal(t, http.StatusCreated, started.code, started.body)
+	id := decodeJSON[map[string]string](t, started.body)["id"]
+	child := id + "/c1"
+	e.turns = append(e.turns, id, child)
+	e.waitListed(id, workflows.StatusWaiting)
+	e.waitListed(child, workflows.StatusWaiting)
+
+	listed := e.do(request{method: http.MethodGet, path: "/v1/turns?status=waiting", key: ops})
+	require.Equal(t, http.StatusOK, listed.code, listed.body)
+	var top gatewayTurn
+	for _, tr := range decodeJSON[struct {
+		Turns []gatewayTurn `json:"turns"`
+	}](t, listed.body).Turns {
+		if tr.ID == id {
+			top = tr
+		}
+	}
+	require.Len(t, top.Waiting, 1)
+	require.Equal(t, "c1/w1", top.Waiting[0].CallID)
+	require.Equal(t, []string{"agboss", "agwriter"}, top.Agents[0].Chain)
+
+	browser := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(browser, ops).code)
+	page := e.inbox(browser)
+	require.Equal(t, http.StatusOK, page.code)
+	require.Equal(t, 1, strings.Count(page.body, `data-call="c1/w1"`), "the child's call shows once, under the top turn")
+	require.NotContains(t, page.body, `data-turn="`+child+`"`)
+	require.Contains(t, page.body, "agents agboss → agwriter")
+
+	r := postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"c1/w1"}, "action": {"approve"}})
+	require.Equal(t, http.StatusSeeOther, r.code, r.body)
+	res := e.result(id)
+	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+}
+
+type gatewayTurn struct {
+	ID      string              `json:"id"`
+	Waiting []results.Card      `json:"waiting"`
+	Agents  []results.AgentCall `json:"agents"`
+}
