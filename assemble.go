@@ -185,7 +185,8 @@ func (p *Plugin) RouteModelCalls(provider, queue string) error {
 	return nil
 }
 
-// RegisterModelCalls registers on r only the CallModel activity. Give it
+// RegisterModelCalls registers on r only the CallModel activity and
+// Compact, whose summaries are model calls too. Give it
 // a worker of its own on a queue passed to RouteModelCalls, with
 // worker.Options.DisableWorkflowWorker set and the provider's limits.
 func (p *Plugin) RegisterModelCalls(r Registry) {
@@ -193,6 +194,7 @@ func (p *Plugin) RegisterModelCalls(r Registry) {
 		return
 	}
 	r.RegisterActivityWithOptions(p.acts.CallModel, activity.RegisterOptions{Name: activities.CallModelName})
+	r.RegisterActivityWithOptions(p.acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
 }
 
 // RegisterWorkspace registers on r only what a workspace queue runs: the

@@ -46,6 +46,9 @@ func validateInput(in Input) error {
 	if err := validateBudget(in.Policy); err != nil {
 		return err
 	}
+	if err := validateCompaction(in.Policy); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, t := range in.Tools {
 		if seen[t] {
