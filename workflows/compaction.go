@@ -215,3 +215,11 @@ func (t *turn) stateUsage() *model.Usage {
 	u := t.usage
 	return &u
 }
+
+// shownToolCalls is Result.ToolCalls, from compactionVersion on.
+func (t *turn) shownToolCalls() int {
+	if !t.compacting() {
+		return 0
+	}
+	return t.toolCalls
+}

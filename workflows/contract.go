@@ -60,6 +60,9 @@ type Input struct {
 	// Continued is what the run before handed on, in a turn that continued
 	// as new; callers leave it empty.
 	Continued *Continued `json:"continued,omitempty"`
+	// SessionBudget is set by a session with a budget on each of its
+	// turns: the turn stops for it as for policy.budget.
+	SessionBudget *SessionBudget `json:"session_budget,omitempty"`
 }
 
 // OnTimeout says what happens to a wait that outlives the response timeout.
@@ -208,6 +211,10 @@ type State struct {
 	Usage         *model.Usage    `json:"usage,omitempty"`
 	LastModelCall *ModelCallUsage `json:"last_model_call,omitempty"`
 	Compactions   int             `json:"compactions,omitempty"`
+	// SessionBudget is set for a turn of a session with a budget: the
+	// session's budget and what the session had used at the turn's last
+	// model call.
+	SessionBudget *BudgetState `json:"session_budget,omitempty"`
 	// Error says why a failed turn failed, as Result.Error does.
 	Error string `json:"error,omitempty"`
 	// InvalidSignals counts respond Signals that were dropped because they
@@ -254,4 +261,10 @@ type Result struct {
 	// not store the whole conversation.
 	FullHead    string `json:"full_head,omitempty"`
 	Compactions int    `json:"compactions,omitempty"`
+	// ToolCalls counts the calls the model made in the turn.
+	ToolCalls int `json:"tool_calls,omitempty"`
+	// SessionBudget, for a turn of a session with a budget, is the
+	// session's budget as the turn leaves it (people may have raised it)
+	// and what the session used through the turn.
+	SessionBudget *BudgetState `json:"session_budget,omitempty"`
 }

@@ -336,6 +336,10 @@ func (t *turn) continueAsNew(ctx workflow.Context, step []*call) error {
 	// not hold yet: the tool results of the last step.
 	next.Prompt, next.Head, next.Messages = "", t.head, slices.Clone(t.conv[t.sent-1:])
 	next.Continued = c
+	if t.session != nil {
+		// As people raised it.
+		next.SessionBudget = t.session
+	}
 	workflow.GetLogger(ctx).Info("Turn continues as new", "step", t.step, "events", info.GetCurrentHistoryLength(), "bytes", info.GetCurrentHistorySize(), "waiting_calls", len(step))
 	t.publish(ctx)
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, next)

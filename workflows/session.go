@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -29,7 +30,7 @@ func AgentSession(ctx workflow.Context, in SessionInput) (SessionResult, error) 
 // queue. A turn that transfers ends the session with status transferred:
 // the conversation belongs to the agent it names from then on.
 func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionResult, error) {
-	v := workflow.GetVersion(ctx, sessionChange, workflow.DefaultVersion, sessionResendVersion)
+	v := workflow.GetVersion(ctx, sessionChange, workflow.DefaultVersion, sessionBudgetVersion)
 	checked := v >= sessionCheckedVersion
 	if err := validateSession(in); err != nil {
 		return SessionResult{}, temporal.NewNonRetryableApplicationError("invalid session input: "+err.Error(), ErrTypeInvalidInput, nil)
@@ -42,6 +43,10 @@ func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionRe
 	s := newSession(ctx, in)
 	s.checked = checked
 	s.resends = v >= sessionResendVersion
+	if v >= sessionBudgetVersion {
+		s.budgets = true
+		s.startBudget(ctx)
+	}
 	s.features = f.record(ctx)
 	if err := s.register(ctx); err != nil {
 		return SessionResult{}, err
@@ -54,12 +59,15 @@ func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionRe
 // carries within those bounds, and bounds send and end payloads and
 // refuses text in them that is not UTF-8. Version 2 (sessionResendVersion)
 // answers a send retried under its Update id after the session continued
-// as new with the turn the first one got (see session.resent). Sessions
-// whose run started before replay as they ran.
+// as new with the turn the first one got (see session.resent). Version 3
+// (sessionBudgetVersion) counts what the session's turns use, hands each
+// turn the session's budget, and carries both across continue-as-new.
+// Sessions whose run started before replay as they ran.
 const (
 	sessionChange         = "session"
 	sessionCheckedVersion = 1
 	sessionResendVersion  = 2
+	sessionBudgetVersion  = sessionResendVersion + 1
 )
 
 // The server keeps one Update per id only within a run: a send whose
@@ -138,6 +146,14 @@ type session struct {
 
 	invalidSignals    int
 	lastInvalidSignal string
+
+	// budgets: the run is at sessionBudgetVersion. budget is the
+	// session's budget as people raised it, spent what its turns used,
+	// startedAt when its first run began.
+	budgets   bool
+	budget    Budget
+	spent     Spent
+	startedAt time.Time
 }
 
 func newSession(ctx workflow.Context, in SessionInput) *session {
@@ -179,6 +195,9 @@ func validateSession(in SessionInput) error {
 	}
 	if err := checkHead(in.Turn.Head); err != nil {
 		return fmt.Errorf("turn: %w", err)
+	}
+	if err := nonNegative("budget", in.Budget); err != nil {
+		return err
 	}
 	if in.TurnsPerRun < 0 || in.TurnsPerRun > MaxTurnsPerRun {
 		return fmt.Errorf("turns_per_run is %d; it must be between 1 and %d (or omitted for %d)", in.TurnsPerRun, MaxTurnsPerRun, DefaultTurnsPerRun)
@@ -295,6 +314,10 @@ func (s *session) handOver(ctx workflow.Context) (SessionInput, bool) {
 		LastInvalidSignal: s.lastInvalidSignal,
 		Sends:             s.sends,
 	}
+	if s.budgets {
+		spent, started := s.spent, s.startedAt
+		next.Carried.Budget, next.Carried.Spent, next.Carried.StartedAt = s.budget, &spent, &started
+	}
 	workflow.GetLogger(ctx).Info("Session continues as new", "turns", s.runTurns, "pending", len(s.pending), "runs", s.runs+1,
 		"history_events", workflow.GetInfo(ctx).GetCurrentHistoryLength())
 	return next, true
@@ -311,6 +334,7 @@ func (s *session) runTurn(ctx workflow.Context) {
 
 	in := s.in.Turn
 	in.Prompt, in.Head, in.Messages, in.Workspace = q.Text, s.head, s.unstored, s.workspace
+	in.SessionBudget = s.turnBudget()
 	summary, details := StartSummary(in)
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID: q.TurnID,
@@ -365,6 +389,7 @@ func (s *session) runTurn(ctx workflow.Context) {
 		}
 	default:
 		rec.Status, rec.Reply, rec.Error, rec.Transfer = res.Status, excerpt(res.Text), res.Error, res.Transfer
+		s.account(rec, res)
 		if s.guard != "" && res.Status == StatusCancelled {
 			rec.Error = s.guard
 		}
@@ -655,6 +680,13 @@ func (s *session) conversation() Conversation {
 		Transfer:          s.transfer,
 		EndedBy:           s.endBy,
 		EndReason:         s.endReason,
+	}
+	if s.budgets {
+		spent := s.spent
+		c.Spent = &spent
+		if !s.budget.empty() {
+			c.Budget = &BudgetState{Limit: s.budget, Spent: spent}
+		}
 	}
 	if s.current != nil {
 		c.Running = s.current.ID

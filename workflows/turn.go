@@ -153,6 +153,10 @@ type turn struct {
 	// much of the context window the conversation fills.
 	contextTokens int
 	lastCall      *ModelCallUsage
+	// session is the session's budget for a turn of a session that has
+	// one (Input.SessionBudget), its limit as people raised it.
+	session          *SessionBudget
+	lastSessionSpent Spent
 }
 
 func (t *turn) hardened() bool { return t.v >= hardeningVersion }
@@ -187,6 +191,10 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.nextSuffix = map[string]int{}
 	t.earlierIDs = idSet{}
 	t.budget, t.startedAt = t.in.Policy.Budget, workflow.Now(ctx)
+	if sb := t.in.SessionBudget; sb != nil && t.compacting() {
+		copied := *sb
+		t.session = &copied
+	}
 	if t.in.Continued != nil {
 		if !t.long() {
 			return temporal.NewNonRetryableApplicationError("invalid turn input: continued is what a turn hands its next run, and this worker's turns do not continue as new", ErrTypeInvalidInput, nil)
@@ -474,6 +482,8 @@ func (t *turn) finish(ctx workflow.Context) (Result, error) {
 		Workspace:      t.pin,
 		FullHead:       t.fullHead(),
 		Compactions:    t.compactions,
+		ToolCalls:      t.shownToolCalls(),
+		SessionBudget:  t.sessionBudgetState(workflow.Now(dctx)),
 	}, nil
 }
 
@@ -646,6 +656,7 @@ func (t *turn) snapshot() State {
 		Usage:             t.stateUsage(),
 		LastModelCall:     t.lastCall,
 		Compactions:       t.compactions,
+		SessionBudget:     t.stateSessionBudget(),
 		Error:             t.failure,
 		InvalidSignals:    t.invalidSignals,
 		LastInvalidSignal: t.lastInvalidSignal,
