@@ -113,6 +113,7 @@ func (t *turn) compact(ctx workflow.Context, reason string) error {
 		t.addCost(res.Cost)
 		t.called(ctx, res.Usage, res.Cost, true)
 	}
+	countCompaction(ctx, string(strategy), reason)
 	workflow.GetLogger(ctx).Info("Conversation compacted", "step", t.step, "strategy", string(strategy), "reason", reason, "compacted", res.Compacted, "kept", res.Kept)
 	if t.events != nil {
 		t.events.send(ctx, stream.Event{Type: stream.TypeCompaction, Step: t.step, Compaction: &stream.Compaction{
