@@ -90,14 +90,20 @@ func TestSplitHasNothingToCompactInOneExchange(t *testing.T) {
 
 func TestSummaryRequestIsPlainTextAndBounded(t *testing.T) {
 	conv := compacttest.Conversation()
-	msgs := compact.SummaryRequest(conv, 3000)
+	msgs := compact.SummaryRequest(conv, 1000)
 	require.Len(t, msgs, 1)
 	require.Equal(t, results.RoleUser, msgs[0].Role)
 	require.Empty(t, msgs[0].ToolCalls)
 	text := msgs[0].Text()
-	require.LessOrEqual(t, len(text), 3200)
-	require.Contains(t, text, "the start of the conversation is cut")
-	require.Contains(t, text, "CHANGELOG.md", "the most recent part is the part kept")
+	require.LessOrEqual(t, len(text), 1100)
+	require.Contains(t, text, "part of the conversation is cut")
+	require.Contains(t, text, "Fix the failing tests", "the start is kept")
+	require.Contains(t, text, "CHANGELOG.md", "the most recent part is kept")
+
+	// Clipping tool texts harder is tried before cutting.
+	clipped := compact.SummaryRequest(conv, 8000)[0].Text()
+	require.NotContains(t, clipped, "part of the conversation is cut")
+	require.LessOrEqual(t, len(clipped), 8100)
 
 	whole := compact.SummaryRequest(conv, 0)[0].Text()
 	require.Contains(t, whole, "Fix the failing tests")
