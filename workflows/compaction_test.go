@@ -157,4 +157,6 @@ func TestDropOldestCompactsBeforeTheWindowIsReached(t *testing.T) {
 func TestCompactionPolicyIsValidated(t *testing.T) {
 	require.ErrorContains(t, validateInput(Input{Prompt: "p", Model: "m:x", Policy: Policy{Compaction: "squash"}}), `policy.compaction is "squash"; it must be summarize, drop_oldest or off`)
 	require.ErrorContains(t, validateInput(Input{Prompt: "p", Model: "m:x", Policy: Policy{ContextTokens: -1}}), "policy.context_tokens must not be negative")
+	require.ErrorContains(t, ValidateInput(Input{Prompt: "p", Model: "m:x", SessionBudget: &SessionBudget{}}), "session_budget is what a session hands its turns")
+	require.ErrorContains(t, validateInput(Input{Prompt: "p", Model: "m:x", SessionBudget: &SessionBudget{Limit: Budget{Tokens: -1}}}), "session_budget limits must not be negative")
 }

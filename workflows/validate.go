@@ -10,5 +10,8 @@ func ValidateInput(in Input) error {
 	if in.Continued != nil {
 		return fmt.Errorf("continued is what a turn hands its next run when it continues as new; a new turn leaves it empty")
 	}
+	if in.SessionBudget != nil {
+		return fmt.Errorf("session_budget is what a session hands its turns; a turn of its own is bounded by policy.budget")
+	}
 	return validateInput(in)
 }
