@@ -179,6 +179,9 @@ func unwrapApp(err error) error {
 // it as a usage event.
 func (t *turn) called(ctx workflow.Context, u model.Usage, cost *float64, compaction bool) {
 	t.lastCall = &ModelCallUsage{Step: t.step, Usage: u, Cost: cost, Compaction: compaction}
+	if t.ui {
+		t.showWaiting(ctx)
+	}
 	if t.events == nil {
 		return
 	}
