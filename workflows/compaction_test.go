@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/compact"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/stream"
 )
 
 // scriptedWindow answers like a model with a small context window: a
@@ -159,4 +162,72 @@ func TestCompactionPolicyIsValidated(t *testing.T) {
 	require.ErrorContains(t, validateInput(Input{Prompt: "p", Model: "m:x", Policy: Policy{ContextTokens: -1}}), "policy.context_tokens must not be negative")
 	require.ErrorContains(t, ValidateInput(Input{Prompt: "p", Model: "m:x", SessionBudget: &SessionBudget{}}), "session_budget is what a session hands its turns")
 	require.ErrorContains(t, validateInput(Input{Prompt: "p", Model: "m:x", SessionBudget: &SessionBudget{Limit: Budget{Tokens: -1}}}), "session_budget limits must not be negative")
+}
+
+// eventLog keeps the events a turn publishes.
+type eventLog struct {
+	mu     sync.Mutex
+	events []stream.Event
+}
+
+func (l *eventLog) Publish(ev stream.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, ev)
+}
+
+func (l *eventLog) of(typ stream.Type) []stream.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []stream.Event
+	for _, ev := range l.events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// The live stream says each model call's usage and that the turn
+// compacted, and the state query the turn's usage and compactions.
+func TestCompactionAndUsageAreLiveEvents(t *testing.T) {
+	events := &eventLog{}
+	h := newHarnessWith(t, Features{Events: events})
+	scriptedWindow(h, 6, oneEchoPerStep(3)...)
+	res := h.run(t, Input{Prompt: "p", Tools: []string{"echo"}})
+	require.Equal(t, StatusCompleted, res.Status, res.Error)
+
+	compactions := events.of(stream.TypeCompaction)
+	require.Len(t, compactions, 1)
+	require.Equal(t, 4, compactions[0].Step)
+	require.Equal(t, &stream.Compaction{Strategy: "summarize", Reason: "context_length", Compacted: 5, Kept: 2, Compactions: 1}, compactions[0].Compaction)
+
+	usage := events.of(stream.TypeUsage)
+	require.Len(t, usage, 5, "four answered calls and the summary")
+	var summaries int
+	for _, ev := range usage {
+		if ev.Usage.Compaction {
+			summaries++
+			require.Equal(t, 100, ev.Usage.InputTokens)
+		}
+		require.NotNil(t, ev.Usage.Cost, "fake:model has a price")
+	}
+	require.Equal(t, 1, summaries)
+	last := usage[len(usage)-1].Usage
+	require.Equal(t, res.Usage.InputTokens+res.Usage.OutputTokens, last.TurnTokens)
+	require.InDelta(t, res.Cost, last.TurnCost, 1e-9)
+
+	var live liveResult
+	results := events.of(stream.TypeResult)
+	require.Len(t, results, 1)
+	require.NoError(t, json.Unmarshal(results[0].Result, &live))
+	require.Equal(t, 1, live.Compactions)
+	require.InDelta(t, res.Cost, live.Cost, 1e-9)
+
+	// The state after the turn ended.
+	s := h.state(t)
+	require.Equal(t, 1, s.Compactions)
+	require.Equal(t, res.Usage, *s.Usage)
+	require.Equal(t, 4, s.LastModelCall.Step)
+	require.False(t, s.LastModelCall.Compaction)
 }
