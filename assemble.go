@@ -131,6 +131,7 @@ func register(r Registry, f workflows.Features, acts *activities.Activities) {
 	}
 	r.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: activities.RunToolName})
 	r.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: activities.CallModelName})
+	r.RegisterActivityWithOptions(acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
 	r.RegisterActivityWithOptions(acts.DescribeTools, activity.RegisterOptions{Name: activities.DescribeToolsName})
 	r.RegisterActivityWithOptions(acts.PreviewTool, activity.RegisterOptions{Name: activities.PreviewToolName})
 	// Local tool runs check that this worker holds the workspace a pinned
@@ -191,7 +192,8 @@ func (p *Plugin) RouteModelCalls(provider, queue string) error {
 	return nil
 }
 
-// RegisterModelCalls registers on r only the CallModel activity. Give it
+// RegisterModelCalls registers on r only the CallModel activity and
+// Compact, whose summaries are model calls too. Give it
 // a worker of its own on a queue passed to RouteModelCalls, with
 // worker.Options.DisableWorkflowWorker set and the provider's limits.
 func (p *Plugin) RegisterModelCalls(r Registry) {
@@ -199,6 +201,7 @@ func (p *Plugin) RegisterModelCalls(r Registry) {
 		return
 	}
 	r.RegisterActivityWithOptions(p.acts.CallModel, activity.RegisterOptions{Name: activities.CallModelName})
+	r.RegisterActivityWithOptions(p.acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
 }
 
 // RegisterWorkspace registers on r only what a workspace queue runs: the

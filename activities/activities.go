@@ -20,6 +20,7 @@ const (
 	RunToolName       = "RunTool"
 	CallModelName     = "CallModel"
 	DescribeToolsName = "DescribeTools"
+	CompactName       = "Compact"
 )
 
 // Application error types the workflow branches on.

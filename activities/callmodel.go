@@ -47,6 +47,11 @@ type CallModelInput struct {
 	// step this call is for, and the session the turn belongs to.
 	Step    int    `json:"step,omitempty"`
 	Session string `json:"session,omitempty"`
+	// Full is the head of the whole conversation of a turn that
+	// compacted: Transcript then names the compacted conversation the
+	// model reads, and the call's messages and reply are stored after
+	// both.
+	Full string `json:"full,omitempty"`
 }
 
 // CallModelResult is the model's reply and the new transcript head, which
@@ -59,6 +64,9 @@ type CallModelResult struct {
 	// Cost is what the call cost in US dollars, priced when it was made;
 	// nil when the model has no price.
 	Cost *float64 `json:"cost,omitempty"`
+	// Full is the whole conversation's new head when the input had one;
+	// empty when it could not be stored.
+	Full string `json:"full,omitempty"`
 }
 
 // CallModel loads the conversation, calls the provider and stores the new
@@ -118,7 +126,15 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 			"turn", in.TurnID, "model", in.Model, "error", err)
 		return CallModelResult{Transcript: "", Response: resp, Cost: cost}, nil
 	}
-	return CallModelResult{Transcript: head, Response: resp, Cost: cost}, nil
+	res := CallModelResult{Transcript: head, Response: resp, Cost: cost}
+	if in.Full != "" {
+		if res.Full, err = a.Transcripts.AppendContext(ctx, in.Full, added); err != nil {
+			// The model goes on from the compacted conversation; only the
+			// copy people read is cut short.
+			activity.GetLogger(ctx).Warn("Whole conversation not stored", "turn", in.TurnID, "error", err)
+		}
+	}
+	return res, nil
 }
 
 // cost prices a call's usage and counts it, nil when the price is unknown.

@@ -53,8 +53,13 @@ func countModelCost(ctx context.Context, modelString string, usd float64) {
 		provider, name = metrics.Other, metrics.Other
 	}
 	tags := map[string]string{metrics.Provider: provider, metrics.Model: modelLabels.Label(name)}
-	metrics.Count(activity.GetMetricsHandler(ctx), metrics.ModelCost, int64(usd*1e6+0.5), tags)
+	h := activity.GetMetricsHandler(ctx)
+	metrics.Count(h, metrics.ModelCost, int64(usd*1e6+0.5), tags)
+	costSums.Add(h, metrics.ModelCostTotal, usd, tags)
 }
+
+// costSums are this process's model costs so far, by provider and model.
+var costSums metrics.Sums
 
 // countStored counts bytes RunTool moved to the output store.
 func countStored(ctx context.Context, n int) {

@@ -46,6 +46,15 @@ const (
 	// ModelCost counts what priced model calls cost, in millionths of a
 	// US dollar, by Provider and Model.
 	ModelCost = "tollgate_model_cost_microdollars"
+	// ModelCostTotal is what priced model calls cost, in US dollars, by
+	// Provider and Model, summed since the worker process started: a
+	// gauge (counters count whole numbers) that only rises, read like a
+	// counter (rate, increase). It keeps its name when scraped.
+	ModelCostTotal = "tollgate_model_cost_total"
+	// Compactions counts turns compacting their conversation, by
+	// Strategy (summarize, drop_oldest) and Reason (threshold,
+	// context_length).
+	Compactions = "tollgate_compactions"
 	// ToolRun times a tool's run inside RunTool, by Tool.
 	ToolRun = "tollgate_tool_run"
 	// PayloadStoreBytes counts the bytes sent to the payload store, by
@@ -70,6 +79,8 @@ const (
 	Model     = "model"
 	Direction = "direction"
 	Store     = "store"
+	Strategy  = "strategy"
+	Reason    = "reason"
 )
 
 // Label values shared by several series.
@@ -141,6 +152,41 @@ func Count(h client.MetricsHandler, name string, n int64, tags map[string]string
 		return
 	}
 	h.WithTags(tags).Counter(name).Inc(n)
+}
+
+// Sums keeps running totals of float values by series and labels, for
+// gauges that stand for counters of amounts that are not whole (dollars).
+// It is safe for concurrent use.
+type Sums struct {
+	mu   sync.Mutex
+	sums map[string]float64
+}
+
+// Add adds v to the gauge name with tags and sets the gauge to the new
+// total. A nil handler records nothing, but the total still grows.
+func (s *Sums) Add(h client.MetricsHandler, name string, v float64, tags map[string]string) {
+	if v <= 0 {
+		return
+	}
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	key := name
+	for _, k := range keys {
+		key += "\x00" + k + "=" + tags[k]
+	}
+	s.mu.Lock()
+	if s.sums == nil {
+		s.sums = map[string]float64{}
+	}
+	s.sums[key] += v
+	total := s.sums[key]
+	s.mu.Unlock()
+	if h != nil {
+		h.WithTags(tags).Gauge(name).Update(total)
+	}
 }
 
 // Time records d on the timer name with tags. A nil handler records

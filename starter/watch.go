@@ -336,6 +336,9 @@ func printResult(w io.Writer, id string, res workflows.Result) {
 		fmt.Fprintf(w, ", handed to %s", res.Transfer.Target)
 	}
 	fmt.Fprintln(w)
+	if line := usageLine(res); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if res.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", res.Error)
 	}
@@ -357,6 +360,25 @@ func printResult(w io.Writer, id string, res workflows.Result) {
 	if res.InvalidSignals > 0 {
 		fmt.Fprintf(w, "\n%d respond signal(s) were dropped as invalid\n", res.InvalidSignals)
 	}
+}
+
+// usageLine says what the turn used: tokens, cost, compactions.
+func usageLine(res workflows.Result) string {
+	tokens := res.Usage.InputTokens + res.Usage.OutputTokens
+	if tokens == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("used: %d tokens (%d in, %d out)", tokens, res.Usage.InputTokens, res.Usage.OutputTokens)
+	if res.Cost > 0 {
+		line += fmt.Sprintf(", $%.4f", res.Cost)
+	}
+	if res.UnpricedCalls > 0 {
+		line += fmt.Sprintf(", %d model call(s) of unknown cost", res.UnpricedCalls)
+	}
+	if res.Compactions > 0 {
+		line += fmt.Sprintf(", %d compaction(s)", res.Compactions)
+	}
+	return line
 }
 
 // decisionLine says who decided what, when and why.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -149,6 +150,7 @@ func TestPrintResultSummary(t *testing.T) {
 	at := time.Date(2025, 5, 6, 7, 8, 9, 0, time.UTC)
 	res := workflows.Result{
 		Status: workflows.StatusFailed, Steps: 2, Text: "Partial answer.", Error: "the model provider is down", InvalidSignals: 2,
+		Usage: model.Usage{InputTokens: 1200, OutputTokens: 34}, Cost: 0.0125, Compactions: 1,
 		Cards: []results.Card{
 			{CallID: "c1", Tool: "write_file", State: results.StateSucceeded, Arguments: json.RawMessage(`{}`),
 				EditedArguments: json.RawMessage(`{"path":"b"}`),
@@ -166,6 +168,7 @@ func TestPrintResultSummary(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"turn T failed after 2 step(s)",
+		"used: 1234 tokens (1200 in, 34 out), $0.0125, 1 compaction(s)",
 		"error: the model provider is down",
 		"Partial answer.",
 		"✓ c1 write_file: succeeded silently",
@@ -184,6 +187,7 @@ func TestPrintResultSummary(t *testing.T) {
 	printResult(&b, "T", workflows.Result{Status: workflows.StatusTransferred, Steps: 1, Transfer: &results.Transfer{Target: "billing", Message: "over to you"}})
 	assert.Contains(t, b.String(), "turn T transferred after 1 step(s), handed to billing")
 	assert.Contains(t, b.String(), "transfer message: over to you")
+	assert.NotContains(t, b.String(), "used:", "a turn that used nothing says nothing of it")
 }
 
 func TestHints(t *testing.T) {

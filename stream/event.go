@@ -38,6 +38,12 @@ const (
 	TypeStatus Type = "status"
 	// TypeResult is the turn's result; it is the turn's last event.
 	TypeResult Type = "result"
+	// TypeCompaction says the turn compacted its conversation before the
+	// model call of Step: Compaction says how.
+	TypeCompaction Type = "compaction"
+	// TypeUsage is one model call's token usage and cost (Usage), with
+	// the turn's totals so far.
+	TypeUsage Type = "usage"
 )
 
 // Event is one thing that happened in a turn.
@@ -82,11 +88,44 @@ type Event struct {
 	// returns it.
 	Result json.RawMessage `json:"result,omitempty"`
 
+	// Compaction is a compaction event's account of it.
+	Compaction *Compaction `json:"compaction,omitempty"`
+
+	// Usage is a usage event's figures.
+	Usage *Usage `json:"usage,omitempty"`
+
 	// Key, when set, makes publishing idempotent: a second event with the
 	// same key within the dedupe window is dropped by JetStream. The
 	// workflow's events use it, since a workflow task that is run again
 	// after a crash publishes them again.
 	Key string `json:"-"`
+}
+
+// Compaction is what a compaction event says: the strategy, why
+// (threshold: the conversation neared the context window; context_length:
+// the provider refused it as too long), how many messages were
+// summarised or dropped and how many kept verbatim, and the turn's
+// compactions so far.
+type Compaction struct {
+	Strategy    string `json:"strategy"`
+	Reason      string `json:"reason"`
+	Compacted   int    `json:"compacted"`
+	Kept        int    `json:"kept"`
+	Compactions int    `json:"compactions"`
+}
+
+// Usage is a usage event's figures: one model call's tokens and cost
+// (cost absent when the model has no price), and the turn's totals.
+type Usage struct {
+	InputTokens  int      `json:"input_tokens"`
+	OutputTokens int      `json:"output_tokens"`
+	CachedTokens int      `json:"cached_tokens,omitempty"`
+	Cost         *float64 `json:"cost,omitempty"`
+	// Compaction is set for the call that summarised the conversation.
+	Compaction bool `json:"compaction,omitempty"`
+	// TurnTokens and TurnCost are the turn's totals after the call.
+	TurnTokens int     `json:"turn_tokens"`
+	TurnCost   float64 `json:"turn_cost"`
 }
 
 // Publisher sends events. Publish never blocks for long and never fails

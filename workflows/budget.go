@@ -86,13 +86,20 @@ func mustSchema(s string) *tool.Schema {
 
 func validateBudget(p Policy) error {
 	b := p.Budget
-	if b.Tokens < 0 || b.Cost < 0 || b.ModelCalls < 0 || b.ToolCalls < 0 || b.WallTime < 0 {
-		return fmt.Errorf("policy.budget limits must not be negative")
+	if err := nonNegative("policy.budget", b); err != nil {
+		return err
 	}
 	switch p.OnBudget {
 	case "", OnBudgetAsk, OnBudgetStop:
 	default:
 		return fmt.Errorf("policy.on_budget is %q; it must be ask or stop", p.OnBudget)
+	}
+	return nil
+}
+
+func nonNegative(field string, b Budget) error {
+	if b.Tokens < 0 || b.Cost < 0 || b.ModelCalls < 0 || b.ToolCalls < 0 || b.WallTime < 0 {
+		return fmt.Errorf("%s limits must not be negative", field)
 	}
 	return nil
 }
@@ -138,23 +145,38 @@ func overBudget(b Budget, s Spent) []string {
 
 // checkBudget runs before each model call. It returns false when the
 // turn must stop: the budget is reached and the policy or a person says
-// stop.
+// stop. A turn of a session with a budget checks the session's too.
 func (t *turn) checkBudget(ctx workflow.Context) bool {
-	if !t.long() || t.budget.empty() {
+	if !t.long() || (t.budget.empty() && t.session == nil) {
 		return true
 	}
-	spent := t.spentAt(workflow.Now(ctx))
+	now := workflow.Now(ctx)
+	spent := t.spentAt(now)
 	t.lastSpent = spent
 	reached := overBudget(t.budget, spent)
+	summary := "the turn reached its budget: " + strings.Join(reached, ", ")
+	if t.session != nil {
+		t.lastSessionSpent = t.sessionSpentAt(now)
+	}
+	session := false
+	if len(reached) == 0 && t.session != nil {
+		spent = t.sessionSpentAt(now)
+		reached = overBudget(t.session.Limit, spent)
+		summary, session = "the session reached its budget: "+strings.Join(reached, ", "), true
+	}
 	if len(reached) == 0 {
 		return true
 	}
-	summary := "the turn reached its budget: " + strings.Join(reached, ", ")
 	if t.in.Policy.OnBudget == OnBudgetStop {
 		t.failure = summary
 		return false
 	}
-	c := t.budgetWait(ctx, summary, spent)
+	limit := t.budget
+	if session {
+		limit = t.session.Limit
+	}
+	c := t.budgetWait(ctx, summary, limit, spent)
+	c.sessionBudget = session
 	t.emit(ctx, webhook.TypeTurnBudgetReached, c.card.CallID, &c.card)
 	asked := c.card.Interrupt
 	t.wait(ctx, c)
@@ -163,13 +185,17 @@ func (t *turn) checkBudget(ctx workflow.Context) bool {
 		t.failure = summary + "; " + c.card.Reason
 		return false
 	}
-	raised := t.budget
+	raised := limit
 	if len(c.card.EditedArguments) > 0 {
 		raised = budgetFrom(c.card.EditedArguments)
 	} else {
 		raised = raised.again(spent)
 	}
-	t.budget = raised
+	if session {
+		t.session.Limit = raised
+	} else {
+		t.budget = raised
+	}
 	// Having gone on knowing the cost is unknown, the person is not
 	// asked about it again.
 	t.unpricedOK = true
@@ -180,10 +206,11 @@ func (t *turn) checkBudget(ctx workflow.Context) bool {
 	return true
 }
 
-// budgetWait adds the turn-level wait's card.
-func (t *turn) budgetWait(ctx workflow.Context, summary string, spent Spent) *call {
+// budgetWait adds the turn-level wait's card; its arguments are the
+// budget that was reached.
+func (t *turn) budgetWait(ctx workflow.Context, summary string, limit Budget, spent Spent) *call {
 	t.budgetWaits++
-	args, _ := json.Marshal(t.budget)
+	args, _ := json.Marshal(limit)
 	c := &call{spec: tool.Spec{Name: BudgetTool}, budget: true}
 	c.card = results.Card{
 		CallID:    fmt.Sprintf("budget_%d", t.budgetWaits),
@@ -245,6 +272,9 @@ func (t *turn) validateBudgetAnswer(c *call, args json.RawMessage) error {
 	// Wall time as of the wait's start: a validator has no clock. Calls of
 	// unknown cost do not count: approving goes on knowing about them.
 	spent := t.spentAt(c.waitingSince)
+	if c.sessionBudget {
+		spent = t.sessionSpentAt(c.waitingSince)
+	}
 	spent.Unpriced = 0
 	if reached := overBudget(b, spent); len(reached) > 0 {
 		return fmt.Errorf("the new budget is used up already (%s); raise it above what the turn used", strings.Join(reached, ", "))
@@ -280,6 +310,48 @@ func (b Budget) String() string {
 type BudgetState struct {
 	Limit Budget `json:"limit"`
 	Spent Spent  `json:"spent"`
+}
+
+// SessionBudget is what a session hands each of its turns: the session's
+// budget, what its earlier turns used (wall time aside), and when the
+// session began, from which its wall time counts.
+type SessionBudget struct {
+	Limit     Budget    `json:"limit"`
+	Spent     Spent     `json:"spent"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// sessionSpentAt is what the session has used by now: its earlier turns
+// and this one.
+func (t *turn) sessionSpentAt(now time.Time) Spent {
+	s := t.spentAt(now)
+	e := t.session.Spent
+	return Spent{
+		Tokens:     e.Tokens + s.Tokens,
+		Cost:       e.Cost + s.Cost,
+		Unpriced:   e.Unpriced + s.Unpriced,
+		ModelCalls: e.ModelCalls + s.ModelCalls,
+		ToolCalls:  e.ToolCalls + s.ToolCalls,
+		WallTime:   Duration(now.Sub(t.session.StartedAt)),
+	}
+}
+
+// sessionBudgetState is Result.SessionBudget: the session's budget as
+// people may have raised it during the turn, and what the session used
+// through the turn's last budget check.
+func (t *turn) sessionBudgetState(now time.Time) *BudgetState {
+	if t.session == nil {
+		return nil
+	}
+	return &BudgetState{Limit: t.session.Limit, Spent: t.sessionSpentAt(now)}
+}
+
+// stateSessionBudget is State.SessionBudget: as of the last budget check.
+func (t *turn) stateSessionBudget() *BudgetState {
+	if t.session == nil {
+		return nil
+	}
+	return &BudgetState{Limit: t.session.Limit, Spent: t.lastSessionSpent}
 }
 
 func (t *turn) budgetState() *BudgetState {

@@ -42,8 +42,10 @@ type call struct {
 	resumed      bool
 	// handed marks a call of a step the run before handed on.
 	handed bool
-	// budget marks a turn's budget wait, which is no tool call.
-	budget bool
+	// budget marks a turn's budget wait, which is no tool call;
+	// sessionBudget one for the session's budget.
+	budget        bool
+	sessionBudget bool
 }
 
 // startCalls makes a card for each call of one step. Calls that cannot run

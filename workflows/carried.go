@@ -32,6 +32,12 @@ func carriedFields(sessionID string, c *Carried) error {
 	if err := maxLen("last_invalid_signal", c.LastInvalidSignal, maxReasonBytes); err != nil {
 		return err
 	}
+	if err := nonNegative("budget", c.Budget); err != nil {
+		return err
+	}
+	if sp := c.Spent; sp != nil && (sp.Tokens < 0 || sp.Cost < 0 || sp.Unpriced < 0 || sp.ModelCalls < 0 || sp.ToolCalls < 0 || sp.WallTime < 0) {
+		return fmt.Errorf("spent must not be negative")
+	}
 	if len(c.Earlier.ByStatus) > len(finalStatuses) {
 		return fmt.Errorf("earlier.by_status has %d statuses; a turn ends in one of %d", len(c.Earlier.ByStatus), len(finalStatuses))
 	}

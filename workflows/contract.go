@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/compact"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -68,6 +69,9 @@ type Input struct {
 	// leave both empty.
 	Resolved *Resolved `json:"resolved,omitempty"`
 	Caller   *Caller   `json:"caller,omitempty"`
+	// SessionBudget is set by a session with a budget on each of its
+	// turns: the turn stops for it as for policy.budget.
+	SessionBudget *SessionBudget `json:"session_budget,omitempty"`
 }
 
 // OnTimeout says what happens to a wait that outlives the response timeout.
@@ -103,6 +107,12 @@ type Policy struct {
 	// is reached: ask a person (the default) or stop.
 	Budget   Budget   `json:"budget,omitempty"`
 	OnBudget OnBudget `json:"on_budget,omitempty"`
+	// ContextTokens is the model's context window in tokens (default: the
+	// model family's, see docs/long-turns.md); Compaction says how the
+	// conversation is shortened when it nears it: summarize (the
+	// default), drop_oldest or off.
+	ContextTokens int              `json:"context_tokens,omitempty"`
+	Compaction    compact.Strategy `json:"compaction,omitempty"`
 }
 
 // Duration is a time.Duration written in JSON as a string ParseDuration
@@ -208,6 +218,17 @@ type State struct {
 	// UnpricedCalls counts the calls of models without a price.
 	Cost          float64 `json:"cost,omitempty"`
 	UnpricedCalls int     `json:"unpriced_calls,omitempty"`
+	// Usage is the turn's tokens so far, over every model call (the
+	// summarising calls of compactions included); LastModelCall is the
+	// last call's. Compactions counts the times the turn compacted its
+	// conversation.
+	Usage         *model.Usage    `json:"usage,omitempty"`
+	LastModelCall *ModelCallUsage `json:"last_model_call,omitempty"`
+	Compactions   int             `json:"compactions,omitempty"`
+	// SessionBudget is set for a turn of a session with a budget: the
+	// session's budget and what the session had used at the turn's last
+	// model call.
+	SessionBudget *BudgetState `json:"session_budget,omitempty"`
 	// Error says why a failed turn failed, as Result.Error does.
 	Error string `json:"error,omitempty"`
 	// InvalidSignals counts respond Signals that were dropped because they
@@ -248,4 +269,16 @@ type Result struct {
 	// empty where workers share one workspace. A turn that continues the
 	// conversation gets it as Input.Workspace.
 	Workspace string `json:"workspace,omitempty"`
+	// FullHead names the whole stored conversation of a turn that
+	// compacted (Compactions > 0): Head then names the compacted one the
+	// model continues from. Empty when the turn did not compact, or could
+	// not store the whole conversation.
+	FullHead    string `json:"full_head,omitempty"`
+	Compactions int    `json:"compactions,omitempty"`
+	// ToolCalls counts the calls the model made in the turn.
+	ToolCalls int `json:"tool_calls,omitempty"`
+	// SessionBudget, for a turn of a session with a budget, is the
+	// session's budget as the turn leaves it (people may have raised it)
+	// and what the session used through the turn.
+	SessionBudget *BudgetState `json:"session_budget,omitempty"`
 }

@@ -120,6 +120,9 @@ type liveResult struct {
 	Error  string      `json:"error,omitempty"`
 	Steps  int         `json:"steps"`
 	Usage  model.Usage `json:"usage"`
+	// Cost and Compactions are as in Result.
+	Cost        float64 `json:"cost,omitempty"`
+	Compactions int     `json:"compactions,omitempty"`
 }
 
 // streamEnd publishes the turn's last changes and its result.
@@ -129,7 +132,7 @@ func (t *turn) streamEnd(ctx workflow.Context) {
 		return
 	}
 	e.publishChanges(ctx, t)
-	res, err := json.Marshal(liveResult{Status: t.status, Text: t.text, Error: t.failure, Steps: t.step, Usage: t.usage})
+	res, err := json.Marshal(liveResult{Status: t.status, Text: t.text, Error: t.failure, Steps: t.step, Usage: t.usage, Cost: t.cost, Compactions: t.compactions})
 	if err != nil {
 		return
 	}

@@ -35,6 +35,8 @@ type fakeModel struct {
 	requests []model.Request
 	// failWith fails reply i with this provider error instead.
 	failWith map[int]string
+	// answer, when set, answers every request instead of the replies.
+	answer func(req model.Request) (model.Response, error)
 }
 
 func (f *fakeModel) Resolve(string) (model.Provider, string, error) { return f, "fake", nil }
@@ -43,6 +45,9 @@ func (f *fakeModel) Complete(_ context.Context, req model.Request) (model.Respon
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, req)
+	if f.answer != nil {
+		return f.answer(req)
+	}
 	n := 0
 	for _, m := range req.Messages {
 		if m.Role == results.RoleAssistant {
@@ -221,6 +226,7 @@ type harness struct {
 	model     *fakeModel
 	log       *toolLog
 	connected *sync.Map
+	store     *transcript.Store
 }
 
 // testWorkerOptions: the SDK's deadlock detector fails a workflow task
@@ -247,6 +253,7 @@ func newHarnessWith(t *testing.T, f Features, replies ...results.Message) *harne
 	require.NoError(t, err)
 	store, err := transcript.NewStore(t.TempDir())
 	require.NoError(t, err)
+	h.store = store
 	env.RegisterWorkflowWithOptions(f.AgentTurn, workflow.RegisterOptions{Name: WorkflowName})
 	// "fake:model" has a price; "fake:unpriced" has none.
 	prices := pricing.Default()

@@ -151,6 +151,13 @@ type Continued struct {
 	Cost       float64 `json:"cost,omitempty"`
 	Unpriced   int     `json:"unpriced,omitempty"`
 	UnpricedOK bool    `json:"unpriced_ok,omitempty"`
+	// Full, Compactions and ContextTokens are the turn's compaction
+	// state: the whole conversation's head once it compacted, how often
+	// it did, and the last model call's input and output tokens.
+	Full          string          `json:"full,omitempty"`
+	Compactions   int             `json:"compactions,omitempty"`
+	ContextTokens int             `json:"context_tokens,omitempty"`
+	LastCall      *ModelCallUsage `json:"last_call,omitempty"`
 }
 
 // CarriedCall is one call of the step a run handed on.
@@ -204,6 +211,12 @@ func continuedFields(in Input, c *Continued) error {
 	}
 	if _, err := decodeIDs(c.CallIDs); err != nil {
 		return err
+	}
+	if c.Compactions < 0 || c.ContextTokens < 0 {
+		return fmt.Errorf("compactions or context_tokens is negative")
+	}
+	if err := checkHead(c.Full); err != nil {
+		return fmt.Errorf("full: %w", err)
 	}
 	if err := maxLen("last_invalid_signal", c.LastInvalidSignal, maxReasonBytes); err != nil {
 		return err
@@ -294,6 +307,10 @@ func (t *turn) continueAsNew(ctx workflow.Context, step []*call) error {
 		Cost:              t.cost,
 		Unpriced:          t.unpriced,
 		UnpricedOK:        t.unpricedOK,
+		Full:              t.full,
+		Compactions:       t.compactions,
+		ContextTokens:     t.contextTokens,
+		LastCall:          t.lastCall,
 	}
 	ended := t.calls[:len(t.calls)-len(step)]
 	recent := append(slices.Clone(t.recent), cardsOf(ended)...)
@@ -319,6 +336,10 @@ func (t *turn) continueAsNew(ctx workflow.Context, step []*call) error {
 	// not hold yet: the tool results of the last step.
 	next.Prompt, next.Head, next.Messages = "", t.head, slices.Clone(t.conv[t.sent-1:])
 	next.Continued = c
+	if t.session != nil {
+		// As people raised it.
+		next.SessionBudget = t.session
+	}
 	workflow.GetLogger(ctx).Info("Turn continues as new", "step", t.step, "events", info.GetCurrentHistoryLength(), "bytes", info.GetCurrentHistorySize(), "waiting_calls", len(step))
 	t.publish(ctx)
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, next)
@@ -345,6 +366,7 @@ func (t *turn) restore(c *Continued) error {
 	t.invalidSignals, t.lastInvalidSignal = c.InvalidSignals, c.LastInvalidSignal
 	t.budget, t.budgetWaits, t.toolCalls, t.startedAt = c.Budget, c.BudgetWaits, c.ToolCalls, c.StartedAt
 	t.cost, t.unpriced, t.unpricedOK = c.Cost, c.Unpriced, c.UnpricedOK
+	t.full, t.compactions, t.contextTokens, t.lastCall = c.Full, c.Compactions, c.ContextTokens, c.LastCall
 	t.sent = c.Sent
 	for _, cc := range c.Calls {
 		cl := &call{card: cc.Card, waitingSince: cc.WaitingSince, applied: cc.Applied, runs: cc.Runs, resumed: cc.Card.State.Waiting(), handed: true}

@@ -19,6 +19,14 @@ func (t *turn) countEnd(ctx workflow.Context) {
 	})
 }
 
+// countCompaction counts a compaction by strategy and reason.
+func countCompaction(ctx workflow.Context, strategy, reason string) {
+	metrics.Count(workflow.GetMetricsHandler(ctx), metrics.Compactions, 1, map[string]string{
+		metrics.Strategy: metrics.OneOf(strategy, "summarize", "drop_oldest"),
+		metrics.Reason:   metrics.OneOf(reason, compactThreshold, compactContextLength),
+	})
+}
+
 // countCall counts a call that reached its final state, by tool and by
 // how it ended.
 func (t *turn) countCall(ctx workflow.Context, c *call) {

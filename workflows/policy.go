@@ -46,6 +46,14 @@ func validateInput(in Input) error {
 	if err := validateBudget(in.Policy); err != nil {
 		return err
 	}
+	if err := validateCompaction(in.Policy); err != nil {
+		return err
+	}
+	if sb := in.SessionBudget; sb != nil {
+		if err := nonNegative("session_budget", sb.Limit); err != nil {
+			return err
+		}
+	}
 	seen := map[string]bool{}
 	for _, t := range in.Tools {
 		if seen[t] {

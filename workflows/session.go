@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -47,6 +48,10 @@ func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionRe
 		s.agent = in.Turn.Agent
 		s.holders = []AgentHold{{Agent: s.agent, Since: workflow.Now(ctx)}}
 	}
+	if v >= sessionBudgetVersion {
+		s.budgets = true
+		s.startBudget(ctx)
+	}
 	s.features = f.record(ctx)
 	if err := s.register(ctx); err != nil {
 		return SessionResult{}, err
@@ -59,16 +64,19 @@ func (f Features) AgentSession(ctx workflow.Context, in SessionInput) (SessionRe
 // carries within those bounds, and bounds send and end payloads and
 // refuses text in them that is not UTF-8. Version 2 (sessionResendVersion)
 // answers a send retried under its Update id after the session continued
-// as new with the turn the first one got (see session.resent). Version 4
-// (sessionAgentsVersion) hands the conversation of a session of named
-// agents to a transfer's target instead of ending (session_agents.go);
-// version 3 is session budgets, added beside it. Sessions
-// whose run started before replay as they ran.
+// as new with the turn the first one got (see session.resent). Version 3
+// (sessionBudgetVersion) counts what the session's turns use, hands each
+// turn the session's budget, and carries both across continue-as-new.
+// Version 4 (sessionAgentsVersion) hands the conversation of a session of
+// named agents to a transfer's target instead of ending
+// (session_agents.go). Sessions whose run started before replay as they
+// ran.
 const (
 	sessionChange         = "session"
 	sessionCheckedVersion = 1
 	sessionResendVersion  = 2
-	sessionAgentsVersion  = sessionResendVersion + 2
+	sessionBudgetVersion  = sessionResendVersion + 1
+	sessionAgentsVersion  = sessionBudgetVersion + 1
 )
 
 // The server keeps one Update per id only within a run: a send whose
@@ -154,6 +162,13 @@ type session struct {
 	agents  bool
 	agent   string
 	holders []AgentHold
+	// budgets: the run is at sessionBudgetVersion. budget is the
+	// session's budget as people raised it, spent what its turns used,
+	// startedAt when its first run began.
+	budgets   bool
+	budget    Budget
+	spent     Spent
+	startedAt time.Time
 }
 
 func newSession(ctx workflow.Context, in SessionInput) *session {
@@ -200,6 +215,9 @@ func validateSession(in SessionInput) error {
 	}
 	if err := checkHead(in.Turn.Head); err != nil {
 		return fmt.Errorf("turn: %w", err)
+	}
+	if err := nonNegative("budget", in.Budget); err != nil {
+		return err
 	}
 	if in.TurnsPerRun < 0 || in.TurnsPerRun > MaxTurnsPerRun {
 		return fmt.Errorf("turns_per_run is %d; it must be between 1 and %d (or omitted for %d)", in.TurnsPerRun, MaxTurnsPerRun, DefaultTurnsPerRun)
@@ -318,6 +336,10 @@ func (s *session) handOver(ctx workflow.Context) (SessionInput, bool) {
 		Agent:             s.agent,
 		Holders:           s.holders,
 	}
+	if s.budgets {
+		spent, started := s.spent, s.startedAt
+		next.Carried.Budget, next.Carried.Spent, next.Carried.StartedAt = s.budget, &spent, &started
+	}
 	workflow.GetLogger(ctx).Info("Session continues as new", "turns", s.runTurns, "pending", len(s.pending), "runs", s.runs+1,
 		"history_events", workflow.GetInfo(ctx).GetCurrentHistoryLength())
 	return next, true
@@ -334,6 +356,7 @@ func (s *session) runTurn(ctx workflow.Context) {
 
 	in := s.turnInput()
 	in.Prompt, in.Head, in.Messages, in.Workspace = q.Text, s.head, s.unstored, s.workspace
+	in.SessionBudget = s.turnBudget()
 	summary, details := StartSummary(in)
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID: q.TurnID,
@@ -388,6 +411,7 @@ func (s *session) runTurn(ctx workflow.Context) {
 		}
 	default:
 		rec.Status, rec.Reply, rec.Error, rec.Transfer = res.Status, excerpt(res.Text), res.Error, res.Transfer
+		s.account(rec, res)
 		if s.guard != "" && res.Status == StatusCancelled {
 			rec.Error = s.guard
 		}
@@ -684,6 +708,13 @@ func (s *session) conversation() Conversation {
 		Holders:           append([]AgentHold(nil), s.holders...),
 		EndedBy:           s.endBy,
 		EndReason:         s.endReason,
+	}
+	if s.budgets {
+		spent := s.spent
+		c.Spent = &spent
+		if !s.budget.empty() {
+			c.Budget = &BudgetState{Limit: s.budget, Spent: spent}
+		}
 	}
 	if s.current != nil {
 		c.Running = s.current.ID

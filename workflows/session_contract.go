@@ -59,6 +59,11 @@ type SessionInput struct {
 	// continues as new (default 100, at most 1000); it continues sooner
 	// when Temporal suggests it.
 	TurnsPerRun int `json:"turns_per_run,omitempty"`
+	// Budget bounds what all the session's turns use together (the shape
+	// of policy.budget; wall time counts from the session's start). A
+	// turn that reaches it waits for a person as for its own budget, and
+	// approving raises the session's budget.
+	Budget Budget `json:"budget,omitempty"`
 	// Carried is what the previous run handed on when it continued as
 	// new. Callers leave it empty.
 	Carried *Carried `json:"carried,omitempty"`
@@ -78,6 +83,11 @@ type Carried struct {
 	// Sends are the Update ids of the last sends and the turns they got,
 	// oldest first, so a send retried in a later run is the same message.
 	Sends []SentUpdate `json:"sends,omitempty"`
+	// Budget is the session's budget as people raised it; Spent what its
+	// turns used; StartedAt when its first run began.
+	Budget    Budget     `json:"budget,omitempty"`
+	Spent     *Spent     `json:"spent,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
 	// Agent holds the conversation now; Holders are the last handoffs.
 	Agent   string      `json:"agent,omitempty"`
 	Holders []AgentHold `json:"holders,omitempty"`
@@ -171,6 +181,11 @@ type Conversation struct {
 	// EndedBy and EndReason say who closed an ended session, and why.
 	EndedBy   string `json:"ended_by,omitempty"`
 	EndReason string `json:"end_reason,omitempty"`
+	// Spent is what the session's ended turns used together (tokens,
+	// cost, model and tool calls; wall time since the session began);
+	// Budget is set for a session with a budget.
+	Spent  *Spent       `json:"spent,omitempty"`
+	Budget *BudgetState `json:"budget,omitempty"`
 }
 
 // TurnRecord is one turn as the session saw it.
@@ -189,6 +204,9 @@ type TurnRecord struct {
 	Reply    string            `json:"reply,omitempty"`
 	Error    string            `json:"error,omitempty"`
 	Transfer *results.Transfer `json:"transfer,omitempty"`
+	// Tokens and Cost are what the ended turn's model calls used.
+	Tokens int     `json:"tokens,omitempty"`
+	Cost   float64 `json:"cost,omitempty"`
 	// Waiting are the running turn's calls that wait for a person. The
 	// workflow cannot look inside its child, so the Query leaves this
 	// empty; tollgate.Client.Conversation fills it from the turn's state.

@@ -111,7 +111,46 @@ func (t *turn) showWaiting(ctx workflow.Context) {
 		}
 		b.WriteString(fmt.Sprintf("- `%s` %s: %s\n", c.card.CallID, callSummary(c.card.Tool, c.card.EffectiveArguments()), waitText(c.card)))
 	}
+	if line := t.usageLine(); line != "" {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(line)
+	}
 	workflow.SetCurrentDetails(ctx, b.String())
+}
+
+// usageLine is what the turn has used so far, for its current details:
+// "**Used** 12,400 tokens, $0.0310, 3 model calls, 1 compaction".
+func (t *turn) usageLine() string {
+	if !t.compacting() || t.step == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("**Used** %s tokens", thousands(t.usage.InputTokens+t.usage.OutputTokens))
+	if t.unpriced == 0 || t.cost > 0 {
+		line += fmt.Sprintf(", $%.4f", t.cost)
+	}
+	if t.unpriced > 0 {
+		line += fmt.Sprintf(" (%d calls of unknown cost)", t.unpriced)
+	}
+	line += fmt.Sprintf(", %d model calls", t.step)
+	switch t.compactions {
+	case 0:
+	case 1:
+		line += ", 1 compaction"
+	default:
+		line += fmt.Sprintf(", %d compactions", t.compactions)
+	}
+	return line + "\n"
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func waitText(c results.Card) string {

@@ -38,7 +38,7 @@ func TestStartSummaryIsThePromptsFirstLine(t *testing.T) {
 }
 
 // The turn's current details list the calls waiting for a person while
-// they wait, and nothing once they are answered.
+// they wait, and what the turn has used so far.
 func TestCurrentDetailsListTheWaitingCalls(t *testing.T) {
 	h := newHarness(t, calls("", tc("w1", "write", `{"path":"a.md","content":"b"}`), tc("a1", "ask", `{"prompt":"tone?"}`)), results.AssistantText("ok"))
 	details := func() string {
@@ -52,9 +52,16 @@ func TestCurrentDetailsListTheWaitingCalls(t *testing.T) {
 	h.env.RegisterDelayedCallback(func() { parked = details() }, time.Minute)
 	h.respond(2*time.Minute, Response{CallID: "w1", Decision: results.DecisionApprove}, nil)
 	h.respond(3*time.Minute, Response{CallID: "a1", Decision: results.DecisionAnswer, Answer: json.RawMessage(`"formal"`)}, nil)
-	h.env.RegisterDelayedCallback(func() { after = details() }, 4*time.Minute)
+	h.env.RegisterDelayedCallback(func() { after = details() }, 150*time.Second)
 	h.run(t, Input{Prompt: "p", Tools: []string{"write", "ask"}})
 
-	require.Equal(t, "**Waiting for a person**\n- `w1` write a.md: pending approval\n- `a1` ask tone?: waiting for an answer: tone?\n", parked)
-	require.Empty(t, after)
+	require.Equal(t, "**Waiting for a person**\n- `w1` write a.md: pending approval\n- `a1` ask tone?: waiting for an answer: tone?\n\n**Used** 15 tokens, $0.0200, 1 model calls\n", parked)
+	require.Equal(t, "**Waiting for a person**\n- `a1` ask tone?: waiting for an answer: tone?\n\n**Used** 15 tokens, $0.0200, 1 model calls\n", after)
+}
+
+func TestThousands(t *testing.T) {
+	require.Equal(t, "0", thousands(0))
+	require.Equal(t, "999", thousands(999))
+	require.Equal(t, "1,000", thousands(1000))
+	require.Equal(t, "12,345,678", thousands(12345678))
 }

@@ -64,9 +64,11 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // fails in setup as failed, with its reason; version 7 (longTurnsVersion)
 // continues a grown turn as new; version 8 (modelQueuesVersion) sends
 // model calls to their provider's queue when the deployment has one;
-// version 10 (agentsVersion) runs named agents, agents as tools and
-// handoffs (agents.go); version 11 (rulesVersion) applies the worker's
-// approval rules. Turns that started before a version replay as they ran.
+// version 9 (compactionVersion) compacts a conversation that nears the
+// model's context window and reports each model call's usage; version 10
+// (agentsVersion) runs named agents, agents as tools and handoffs
+// (agents.go); version 11 (rulesVersion) applies the worker's approval
+// rules. Turns that started before a version replay as they ran.
 const (
 	hardeningChange  = "hardening"
 	hardeningVersion = 1
@@ -163,6 +165,22 @@ type turn struct {
 	handoffTools map[string]string
 	childSteps   int
 	toldCaller   string
+	// full is the head of the whole conversation once the turn compacted
+	// (head then names the compacted one); compactions counts them;
+	// justCompacted is set from a compaction to the next model reply;
+	// compactFailed is the step a compaction last failed at.
+	full          string
+	compactions   int
+	justCompacted bool
+	compactFailed int
+	// contextTokens is the last model call's input and output tokens: how
+	// much of the context window the conversation fills.
+	contextTokens int
+	lastCall      *ModelCallUsage
+	// session is the session's budget for a turn of a session that has
+	// one (Input.SessionBudget), its limit as people raised it.
+	session          *SessionBudget
+	lastSessionSpent Spent
 }
 
 func (t *turn) hardened() bool { return t.v >= hardeningVersion }
@@ -209,6 +227,10 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.nextSuffix = map[string]int{}
 	t.earlierIDs = idSet{}
 	t.budget, t.startedAt = t.in.Policy.Budget, workflow.Now(ctx)
+	if sb := t.in.SessionBudget; sb != nil && t.compacting() {
+		copied := *sb
+		t.session = &copied
+	}
 	if t.in.Continued != nil {
 		if !t.long() {
 			return temporal.NewNonRetryableApplicationError("invalid turn input: continued is what a turn hands its next run, and this worker's turns do not continue as new", ErrTypeInvalidInput, nil)
@@ -370,13 +392,23 @@ func (t *turn) run(ctx workflow.Context) (Result, error) {
 		}
 		t.step++
 		t.steps++
+		if t.compacting() {
+			t.compactBeforeCall(ctx)
+		}
 		reply, err := t.callModel(ctx)
+		failure := ""
+		if err != nil && t.compacting() && contextLength(err) && ctx.Err() == nil {
+			reply, err, failure = t.retryShorter(ctx, err)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				t.interrupted()
 			} else {
 				t.status = StatusFailed
 				t.failure = modelFailure(err)
+				if failure != "" {
+					t.failure = failure
+				}
 			}
 			break
 		}
@@ -492,12 +524,15 @@ func (t *turn) finish(ctx workflow.Context) (Result, error) {
 		UnpricedCalls:  t.unpriced,
 		InvalidSignals: t.invalidSignals,
 		Workspace:      t.pin,
+		FullHead:       t.fullHead(),
+		Compactions:    t.compactions,
+		ToolCalls:      t.shownToolCalls(),
+		SessionBudget:  t.sessionBudgetState(workflow.Now(dctx)),
 	}, nil
 }
 
-// callModel sends only the messages added since the last call; the
-// activity keeps the rest in the transcript store under t.head.
-func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
+// modelOptions are the activity options of a call to the turn's model.
+func (t *turn) modelOptions(summary string) workflow.ActivityOptions {
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -513,12 +548,19 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 		opts.HeartbeatTimeout = activities.CallModelHeartbeatTimeout
 	}
 	if t.ui {
-		opts.Summary = fmt.Sprintf("CallModel %s step %d", t.in.Model, t.step)
+		opts.Summary = summary
 	}
 	if t.v >= modelQueuesVersion {
 		provider, _, _ := strings.Cut(t.in.Model, ":")
 		opts.TaskQueue = t.features.ModelQueues[provider]
 	}
+	return opts
+}
+
+// callModel sends only the messages added since the last call; the
+// activity keeps the rest in the transcript store under t.head.
+func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
+	opts := t.modelOptions(fmt.Sprintf("CallModel %s step %d", t.in.Model, t.step))
 	actx := workflow.WithActivityOptions(ctx, opts)
 	in := activities.CallModelInput{
 		TurnID:     t.id,
@@ -529,6 +571,7 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 		Tools:      t.defs,
 		Params:     t.in.Params,
 		Step:       t.step, Session: t.streamSession(),
+		Full: t.full,
 	}
 	var res activities.CallModelResult
 	err := workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)
@@ -540,7 +583,9 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 			return results.Message{}, headMissing()
 		}
 		workflow.GetLogger(ctx).Warn("Stored conversation missing; resending it whole")
-		in.Transcript, in.Messages = "", t.conv
+		// The whole conversation this run holds becomes the head again.
+		in.Transcript, in.Messages, in.Full = "", t.conv, ""
+		t.full = ""
 		err = workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)
 	}
 	if err != nil {
@@ -567,6 +612,14 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	t.usage.OutputTokens += res.Response.Usage.OutputTokens
 	t.usage.CachedTokens += res.Response.Usage.CachedTokens
 	t.addCost(res.Cost)
+	if t.compacting() {
+		if in.Full != "" {
+			t.full = res.Full
+		}
+		t.justCompacted = false
+		t.contextTokens = res.Response.Usage.InputTokens + res.Response.Usage.OutputTokens
+		t.called(ctx, res.Response.Usage, res.Cost, false)
+	}
 	return reply, nil
 }
 
@@ -644,6 +697,10 @@ func (t *turn) snapshot() State {
 		Budget:            t.budgetState(),
 		Cost:              t.cost,
 		UnpricedCalls:     t.unpriced,
+		Usage:             t.stateUsage(),
+		LastModelCall:     t.lastCall,
+		Compactions:       t.compactions,
+		SessionBudget:     t.stateSessionBudget(),
 		Error:             t.failure,
 		InvalidSignals:    t.invalidSignals,
 		LastInvalidSignal: t.lastInvalidSignal,

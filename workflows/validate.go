@@ -18,5 +18,8 @@ func ValidateInput(in Input) error {
 		// the agent.
 		in.Model = "agent"
 	}
+	if in.SessionBudget != nil {
+		return fmt.Errorf("session_budget is what a session hands its turns; a turn of its own is bounded by policy.budget")
+	}
 	return validateInput(in)
 }

@@ -174,7 +174,7 @@ func newReport(m *measurements) *report {
 	}
 	if m.History != nil {
 		r.History = newHistoryReport(m.History)
-		r.Missed = r.Missed || !r.History.MetSize || !r.History.MetLinear
+		r.Missed = r.Missed || !r.History.MetSize || !r.History.MetLinear || !r.History.Long.Flat()
 	}
 	if m.Recovery != nil {
 		r.Recovery = newRecoveryReport(m.Recovery)
@@ -487,6 +487,7 @@ type historyReport struct {
 	Linear                    float64
 	MetSize, MetLinear        bool
 	Rows                      []historyRow
+	Long                      LongTurnSize
 }
 
 type historyRow struct{ Tollgate, Bare HistorySize }
@@ -499,6 +500,7 @@ func newHistoryReport(h *historyRuns) *historyReport {
 		CallEvents: float64(h.noop10x3.Events-h.noop10.Events) / 20,
 		CallBytes:  float64(h.noop10x3.Bytes-h.noop10.Bytes) / 20,
 		Last:       h.blob[last], BareLast: h.bare[last],
+		Long: h.long,
 	}
 	r.Ratio = ratio(float64(r.Last.Bytes), float64(r.BareLast.Bytes))
 	slope := func(a, b HistorySize, f func(HistorySize) int64) float64 {

@@ -89,6 +89,8 @@ func cannedHistory(bytes25, bytes50 int64) *historyRuns {
 			{Steps: 25, Calls: 1, OutputBytes: 5120, Events: 155, Bytes: 145408},
 			{Steps: 50, Calls: 1, OutputBytes: 5120, Events: 305, Bytes: 290509},
 		},
+		long: LongTurnSize{Steps: 100, OutputBytes: 8192, Window: 128000, OutputTokens: 204800, Compactions: 2,
+			FirstBytes: 18000, LastBytes: 18500, Events: 1220, Bytes: 1900000, Elapsed: 9 * time.Second},
 	}
 }
 

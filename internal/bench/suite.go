@@ -375,7 +375,16 @@ type historyRuns struct {
 	noop10, noop20, noop10x3 HistorySize
 	blob                     []HistorySize
 	bare                     []HistorySize
+	long                     LongTurnSize
 }
+
+// Row 5e: 100 model calls, 8 KiB (2,048 tokens) of tool output each,
+// 204,800 tokens in all, against a 128,000-token window.
+const (
+	longSteps       = 100
+	longOutputBytes = 8 << 10
+	longWindow      = 128_000
+)
 
 var historySteps = []int{10, 25, 50}
 
@@ -401,6 +410,9 @@ func (e *Env) historyRuns(ctx context.Context) (*historyRuns, error) {
 			return nil, err
 		}
 		h.blob, h.bare = append(h.blob, t), append(h.bare, b)
+	}
+	if h.long, err = e.LongTurn(ctx, longSteps, longOutputBytes, longWindow); err != nil {
+		return nil, fmt.Errorf("long turn: %w", err)
 	}
 	return &h, nil
 }

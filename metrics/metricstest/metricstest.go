@@ -111,6 +111,20 @@ func (r *Recorder) Counters(name string, keep ...string) map[string]int64 {
 	return out
 }
 
+// Gauges are the last values of the gauges of series name, by Key, with
+// only the tags named in keep.
+func (r *Recorder) Gauges(name string, keep ...string) map[string]float64 {
+	r.data.mu.Lock()
+	defer r.data.mu.Unlock()
+	out := map[string]float64{}
+	for _, s := range r.data.gauges {
+		if s.name == name {
+			out[Key(name, only(s.tags, keep))] = s.value
+		}
+	}
+	return out
+}
+
 // Timers are the durations recorded on series name, by Key, with only
 // the tags named in keep.
 func (r *Recorder) Timers(name string, keep ...string) map[string][]time.Duration {

@@ -74,6 +74,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/compact"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -279,7 +280,10 @@ func (p *Provider) WithPace(d time.Duration) *Provider {
 // was resolved.
 func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Response, error) {
 	s := p.script
-	turns, last := 0, -1
+	if req.System == compact.SummarySystem {
+		return summarize(req), nil
+	}
+	turns, last := summarised(req.Messages), -1
 	for i, m := range req.Messages {
 		if m.Role == results.RoleAssistant {
 			turns, last = turns+1, i
@@ -330,6 +334,53 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 }
 
 func tokens(n int) int { return (n + 3) / 4 }
+
+// A compacted conversation has fewer assistant messages than replies
+// played: the scripted summary says how many it stands for, so the
+// script goes on where it was.
+const summaryMarker = "scripted summary of %d replies"
+
+// summarize answers a compaction's request (package compact) with a
+// summary that counts the replies it summarises.
+func summarize(req model.Request) model.Response {
+	text := ""
+	for _, m := range req.Messages {
+		text += m.Text()
+	}
+	n := strings.Count(text, "\n[assistant]\n")
+	if strings.HasPrefix(text, "Summarise this conversation:\n\n[assistant]\n") {
+		n++
+	}
+	// A summary being summarised again stands for its replies too.
+	n += summarised([]results.Message{results.UserText(text[strings.Index(text, "\n\n")+2:])})
+	summary := fmt.Sprintf(summaryMarker, n)
+	return model.Response{
+		Message:    results.AssistantText(summary),
+		StopReason: model.StopEnd,
+		Usage:      model.Usage{InputTokens: tokens(len(text)), OutputTokens: tokens(len(summary))},
+	}
+}
+
+// summarised is the number of replies a compacted conversation's summary
+// stands for, zero when msgs does not open with one.
+func summarised(msgs []results.Message) int {
+	for _, m := range msgs {
+		if m.Role == results.RoleSystem {
+			continue
+		}
+		text := m.Text()
+		i := strings.Index(text, "scripted summary of ")
+		if m.Role != results.RoleUser || i < 0 {
+			return 0
+		}
+		var n int
+		if _, err := fmt.Sscanf(text[i:], summaryMarker, &n); err != nil {
+			return 0
+		}
+		return n
+	}
+	return 0
+}
 
 // check applies an expectation to the messages after index last (the last
 // assistant message, -1 for none).

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/model/compact"
 	"github.com/tollgate-dev/tollgate/results"
 )
 
@@ -287,4 +288,32 @@ func TestOpenConfinesScriptFiles(t *testing.T) {
 			require.ErrorContains(t, err, want)
 		})
 	}
+}
+
+// A conversation compacted by summary goes on with the script where it
+// was: the scripted summary counts the replies it stands for.
+func TestScriptGoesOnAfterCompaction(t *testing.T) {
+	s, err := Parse("c.json", []byte(`{"replies": [{"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"}]}`))
+	require.NoError(t, err)
+	p := New(s)
+	ctx := context.Background()
+	conv := []results.Message{results.UserText("a"), results.AssistantText("one"), results.UserText("b"), results.AssistantText("two"), results.UserText("c")}
+	system, older, recent := compact.Split(conv, 0)
+	sum, err := p.Complete(ctx, model.Request{System: compact.SummarySystem, Messages: compact.SummaryRequest(older, 0)})
+	require.NoError(t, err)
+	require.Equal(t, "scripted summary of 2 replies", sum.Message.Text())
+	conv = compact.Summarized(system, sum.Message.Text(), recent)
+	next, err := p.Complete(ctx, model.Request{Messages: conv})
+	require.NoError(t, err)
+	require.Equal(t, "three", next.Message.Text())
+	conv = append(conv, next.Message, results.UserText("d"))
+
+	// Compacted again, the new summary stands for the old one's replies too.
+	system, older, recent = compact.Split(conv, 0)
+	sum, err = p.Complete(ctx, model.Request{System: compact.SummarySystem, Messages: compact.SummaryRequest(older, 0)})
+	require.NoError(t, err)
+	require.Equal(t, "scripted summary of 3 replies", sum.Message.Text())
+	next, err = p.Complete(ctx, model.Request{Messages: compact.Summarized(system, sum.Message.Text(), recent)})
+	require.NoError(t, err)
+	require.Equal(t, "four", next.Message.Text())
 }
