@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -198,7 +197,7 @@ type sseWriter struct{}
 func (sseWriter) start() string { return "retry: 2000\n\n" }
 
 func (sseWriter) event(ev stream.Event) string {
-	b, err := json.Marshal(ev)
+	b, err := ev.JSON()
 	if err != nil {
 		return ""
 	}

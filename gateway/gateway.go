@@ -89,8 +89,11 @@ type Options struct {
 	// Events is the live event log (events.go); nil turns the events
 	// routes off (they answer 503). EventsKeepAlive is how often an idle
 	// stream gets a comment (default 15s); EventsBuffer how many events
-	// are held for a watcher that reads slowly (default 64; a watcher that
-	// leaves them untaken for the source's SlowReader is closed).
+	// are handed to a watcher at once (default 64, at most 8 through a
+	// stream.Hub; a watcher that leaves them untaken for the source's
+	// SlowReader is closed). A
+	// *stream.NATS is wrapped in a stream.Hub, so that all the watchers
+	// of one turn on this gateway share one JetStream consumer.
 	Events          stream.Source
 	EventsKeepAlive time.Duration
 	EventsBuffer    int
@@ -150,6 +153,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.EventsBuffer <= 0 {
 		opts.EventsBuffer = stream.DefaultBuffer
+	}
+	if n, ok := opts.Events.(*stream.NATS); ok && n != nil {
+		opts.Events = stream.NewHub(n, 0)
 	}
 	if opts.ListConcurrency <= 0 {
 		opts.ListConcurrency = 16
