@@ -250,6 +250,7 @@ func (s *Server) routes() {
 	m.Handle("/inbox/login", s.page(methods{http.MethodPost: http.HandlerFunc(s.login)}))
 	m.Handle("/inbox/logout", s.page(methods{http.MethodPost: http.HandlerFunc(s.logout)}))
 	m.Handle("/inbox/respond", s.page(methods{http.MethodPost: http.HandlerFunc(s.inboxRespond)}))
+	m.Handle("/inbox/events", s.page(methods{http.MethodGet: http.HandlerFunc(s.inboxEvents)}))
 	m.Handle("/healthz", methods{http.MethodGet: http.HandlerFunc(healthz)})
 	m.Handle("/{$}", methods{http.MethodGet: http.RedirectHandler("/inbox", http.StatusSeeOther)})
 	m.Handle("/", s.page(notFound{}))

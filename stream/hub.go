@@ -97,6 +97,15 @@ func (h *Hub) Subscribe(ctx context.Context, f Filter, after uint64, buffer int)
 	// The ring is what waits for a reader; its channel only hands events
 	// over, so an idle watcher costs little.
 	buffer = min(buffer, hubHandoff)
+	if f.All && after == 0 {
+		// From now on: after the newest event in the log, a position
+		// that the shared consumer and a catch-up read agree on.
+		info, err := n.js.Stream(ctx, n.cfg.Stream)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		after = info.CachedInfo().State.LastSeq
+	}
 	t, err := h.acquire(ctx, f, after)
 	if err != nil {
 		return nil, err

@@ -189,3 +189,26 @@ func TestHubWithNATSDownIsUnavailable(t *testing.T) {
 	_, err = h.Subscribe(context.Background(), Filter{Turn: "u"}, 0, 0)
 	require.ErrorIs(t, err, ErrUnavailable)
 }
+
+// Every turn's events, from now on: what came before is not replayed,
+// even to a subscriber that joins after the hub's ring has moved on.
+func TestHubAllStartsAtTheNewestEvent(t *testing.T) {
+	n := connect(t, embedded(t).URL(), Config{})
+	h := NewHub(n, 4)
+	ctx := context.Background()
+	n.Publish(Event{Type: TypeText, Turn: "old", Text: "before"})
+	require.NoError(t, n.Flush(ctx))
+	s, err := h.Subscribe(ctx, Filter{All: true}, 0, 0)
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range 10 {
+		n.Publish(Event{Type: TypeText, Turn: fmt.Sprint("t", i%2), Session: "s", Text: fmt.Sprint(i)})
+	}
+	require.Equal(t, numbers(0, 10), texts(t, s, 10))
+	late, err := h.Subscribe(ctx, Filter{All: true}, 0, 0)
+	require.NoError(t, err)
+	defer late.Close()
+	n.Publish(Event{Type: TypeText, Turn: "new", Text: "after"})
+	require.Equal(t, "after", next(t, late).Text)
+	require.Equal(t, "after", next(t, s).Text)
+}

@@ -26,10 +26,13 @@ func (e *LaggedError) Error() string {
 	return fmt.Sprintf("the subscriber fell too far behind; resume after event %d", e.ResumeAfter)
 }
 
-// Filter selects the events of one turn or of one session (all its turns).
+// Filter selects the events of one turn, of one session (all its turns),
+// or with All of every turn. All starts at the newest event, not the
+// oldest kept: the whole log is no one's backlog.
 type Filter struct {
 	Turn    string
 	Session string
+	All     bool
 }
 
 // DefaultBuffer is how many events a subscription holds for a reader that
@@ -106,6 +109,8 @@ func (n *NATS) filterSubject(f Filter) (string, error) {
 		return n.cfg.Subject + ".*." + token(f.Turn), nil
 	case f.Session != "":
 		return n.cfg.Subject + "." + token(f.Session) + ".*", nil
+	case f.All:
+		return n.cfg.Subject + ".>", nil
 	default:
 		return "", errors.New("stream: subscribe to a turn or a session")
 	}
@@ -123,8 +128,11 @@ func (n *NATS) messages(ctx context.Context, f Filter, after uint64) (jetstream.
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: 30 * time.Second,
 	}
-	if after > 0 {
+	switch {
+	case after > 0:
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+	case f.All:
+		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
 	}
 	cons, err := n.js.OrderedConsumer(ctx, n.cfg.Stream, cfg)
 	if err != nil {
