@@ -232,8 +232,9 @@ func (s *Server) routes() {
 	}))
 	m.Handle("/v1/turns/{id}", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getTurn)})))
 	m.Handle("/v1/turns/{id}/cards", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getCards)})))
-	m.Handle("/v1/turns/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.turnEvents)})))
-	m.Handle("/v1/sessions/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.sessionEvents)})))
+	m.Handle("/v1/turns/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScopeOrSession(apikey.Read, s.turnEvents)})))
+	m.Handle("/v1/sessions/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScopeOrSession(apikey.Read, s.sessionEvents)})))
+	m.Handle("/live/{id}", s.page(withTurnID(methods{http.MethodGet: http.HandlerFunc(s.liveTurn)})))
 	m.Handle("/v1/turns/{id}/respond", s.api(withTurnID(methods{http.MethodPost: s.requireScope(apikey.Respond, s.respond)})))
 	m.Handle("/v1/links/{token}", s.page(methods{
 		http.MethodGet:  http.HandlerFunc(s.linkPage),

@@ -133,3 +133,41 @@ func TestInboxUpdatesLiveInChromium(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, kept, "the page was updated in place, not reloaded")
 }
+
+// GET /live/{id} renders a turn from its AI SDK stream as it is written:
+// the reply's text, the calls' cards as they change, the end.
+func TestLiveTurnPageRendersTheAISDKStreamInChromium(t *testing.T) {
+	e := newEnv(t, envOptions{events: sharedNATS(t)})
+	ctx := browser.New(t, browser.Options{Width: 1100, Height: 900})
+	key := e.key("ops", readAnswer)
+	type css = chromedp.CSS
+	run := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		actx, cancel := context.WithTimeout(ctx, browser.DefaultTimeout)
+		defer cancel()
+		require.NoError(t, chromedp.Do(actx, steps...))
+	}
+	id := e.park("", "release", "ann", 2)
+
+	// Signed out, the stream is refused and the page says how to sign in.
+	require.NoError(t, browser.Open(ctx, e.http.URL+"/live/"+id, `#message[data-state="failed"]`))
+	require.NoError(t, browser.WaitText(ctx, 0, "Sign in at /inbox"))
+
+	require.NoError(t, browser.Open(ctx, e.http.URL+"/inbox", `#login input[name="key"]`))
+	run(chromedp.SendKeys(css(`#login input[name="key"]`), key), chromedp.Submit(css(`#login`)))
+	run(chromedp.WaitVisible(css(`section[data-call="d1"]`)))
+	require.NoError(t, browser.Open(ctx, e.http.URL+"/live/"+id, `#message[data-state="streaming"]`))
+	run(chromedp.WaitVisible(css(`p.card[data-call="d1"][data-state="pending_approval"]`)), chromedp.WaitVisible(css(`p.card[data-call="w1"][data-state="pending_approval"]`)))
+	require.NoError(t, browser.WaitText(ctx, 0, "I'll deploy 1.2.3 to production and add it to the changelog."))
+
+	for _, call := range []string{"d1", "w1"} {
+		r := e.do(request{method: "POST", path: "/v1/turns/" + id + "/respond", key: key, body: `{"call_id":"` + call + `","decision":"approve"}`})
+		require.Equal(t, 200, r.code, r.body)
+	}
+	run(chromedp.WaitVisible(css(`#message[data-state="finished"]`)))
+	require.NoError(t, browser.WaitText(ctx, 0, "Deployed and noted in the changelog.", "The turn ended."))
+	run(chromedp.WaitVisible(css(`p.card[data-call="d1"][data-state="succeeded"]`)), chromedp.WaitVisible(css(`pre.tool-part[data-call="w1"][data-state="output-available"]`)))
+	texts, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("p.text")].map((p) => p.textContent)`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"I'll deploy 1.2.3 to production and add it to the changelog.", "Deployed and noted in the changelog."}, texts, "each step's text once")
+}
