@@ -17,10 +17,10 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// streamingModel is a fake Chat Completions server that streams: the
-// first request sends the start of its reply and then hangs until its
-// client goes away (the worker dies mid-stream); every later request
-// streams the whole reply.
+// streamingModel is a fake Chat Completions server that streams: with
+// hangFirst, the first request sends the start of its reply and then
+// hangs until its client goes away (the worker dies mid-stream); every
+// other request streams the whole reply.
 type streamingModel struct {
 	*httptest.Server
 	requests atomic.Int64
@@ -31,7 +31,7 @@ const (
 	streamedReply = "Part one, part two."
 )
 
-func newStreamingModel(t *testing.T) *streamingModel {
+func newStreamingModel(t *testing.T, hangFirst bool) *streamingModel {
 	t.Helper()
 	m := &streamingModel{}
 	chunk := func(w io.Writer, delta, finish string) {
@@ -49,7 +49,7 @@ func newStreamingModel(t *testing.T) *streamingModel {
 		}
 		n := m.requests.Add(1)
 		w.Header().Set("Content-Type", "text/event-stream")
-		if n == 1 {
+		if n == 1 && hangFirst {
 			chunk(w, "Part ", "")
 			chunk(w, "one, ", "")
 			// The worker is killed here.
@@ -81,7 +81,7 @@ func TestStreamResumesAfterAWorkerSIGKILLMidStream(t *testing.T) {
 	nats, err := stream.StartEmbedded(t.TempDir(), 0)
 	require.NoError(t, err)
 	t.Cleanup(nats.Shutdown)
-	model := newStreamingModel(t)
+	model := newStreamingModel(t, true)
 	e := newEnv(t, "stream_sigkill")
 	bin := build()
 	workerEnv := append(openAIAt(model.URL+"/v1"), "TOLLGATE_NATS_URL="+nats.URL())
