@@ -189,7 +189,7 @@ func TestInboxShowsPreview(t *testing.T) {
 	require.Contains(t, page.body, `<span class="hunk">@@`)
 }
 
-// status opens a stream with the browser's cookies and returns its status
+// openStatus opens a stream with the browser's cookies and returns its status
 // and content type without reading on.
 func openStatus(t *testing.T, browser *http.Client, url string) (int, string) {
 	t.Helper()
