@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -198,7 +197,7 @@ type sseWriter struct{}
 func (sseWriter) start() string { return "retry: 2000\n\n" }
 
 func (sseWriter) event(ev stream.Event) string {
-	b, err := json.Marshal(ev)
+	b, err := ev.JSON()
 	if err != nil {
 		return ""
 	}
@@ -209,4 +208,20 @@ func (sseWriter) end() string { return "event: end\ndata: {}\n\n" }
 
 func (sseWriter) lagged(after uint64) string {
 	return fmt.Sprintf("event: lagged\ndata: {\"resume_after\":%d}\n\n", after)
+}
+
+// liveTurnPage is GET /live/{id}: a static page that follows the turn's
+// events in the AI SDK's format and renders its message, as a starting
+// point for a page of your own (docs/streaming.md). It holds no data of
+// the turn; its script reads the events route with the inbox's session
+// cookie, so what it shows is what that key may read.
+type liveTurnPage struct {
+	pageBase
+	TurnID string
+}
+
+func (s *Server) liveTurn(w http.ResponseWriter, r *http.Request) {
+	nonce := newNonce()
+	id := r.PathValue("id")
+	render(w, http.StatusOK, "live", nonce, liveTurnPage{pageBase: pageBase{Title: "Turn " + id, Nonce: nonce}, TurnID: id})
 }

@@ -89,8 +89,11 @@ type Options struct {
 	// Events is the live event log (events.go); nil turns the events
 	// routes off (they answer 503). EventsKeepAlive is how often an idle
 	// stream gets a comment (default 15s); EventsBuffer how many events
-	// are held for a watcher that reads slowly (default 64; a watcher that
-	// leaves them untaken for the source's SlowReader is closed).
+	// are handed to a watcher at once (default 64, at most 8 through a
+	// stream.Hub; a watcher that leaves them untaken for the source's
+	// SlowReader is closed). A
+	// *stream.NATS is wrapped in a stream.Hub, so that all the watchers
+	// of one turn on this gateway share one JetStream consumer.
 	Events          stream.Source
 	EventsKeepAlive time.Duration
 	EventsBuffer    int
@@ -150,6 +153,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.EventsBuffer <= 0 {
 		opts.EventsBuffer = stream.DefaultBuffer
+	}
+	if n, ok := opts.Events.(*stream.NATS); ok && n != nil {
+		opts.Events = stream.NewHub(n, 0)
 	}
 	if opts.ListConcurrency <= 0 {
 		opts.ListConcurrency = 16
@@ -227,9 +233,10 @@ func (s *Server) routes() {
 	m.Handle("/v1/agents", s.api(methods{http.MethodGet: s.requireScope(apikey.Read, s.listAgents)}))
 	m.Handle("/v1/turns/{id}", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getTurn)})))
 	m.Handle("/v1/turns/{id}/cards", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.getCards)})))
-	m.Handle("/v1/turns/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.turnEvents)})))
-	m.Handle("/v1/sessions/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScope(apikey.Read, s.sessionEvents)})))
+	m.Handle("/v1/turns/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScopeOrSession(apikey.Read, s.turnEvents)})))
+	m.Handle("/v1/sessions/{id}/events", s.api(withTurnID(methods{http.MethodGet: s.requireScopeOrSession(apikey.Read, s.sessionEvents)})))
 	m.Handle("/v1/turns/{id}/continue", s.api(withTurnID(methods{http.MethodPost: s.requireScope(apikey.Start, s.continueTurn)})))
+	m.Handle("/live/{id}", s.page(withTurnID(methods{http.MethodGet: http.HandlerFunc(s.liveTurn)})))
 	m.Handle("/v1/turns/{id}/respond", s.api(withTurnID(methods{http.MethodPost: s.requireScope(apikey.Respond, s.respond)})))
 	m.Handle("/v1/links/{token}", s.page(methods{
 		http.MethodGet:  http.HandlerFunc(s.linkPage),
@@ -246,6 +253,7 @@ func (s *Server) routes() {
 	m.Handle("/inbox/login", s.page(methods{http.MethodPost: http.HandlerFunc(s.login)}))
 	m.Handle("/inbox/logout", s.page(methods{http.MethodPost: http.HandlerFunc(s.logout)}))
 	m.Handle("/inbox/respond", s.page(methods{http.MethodPost: http.HandlerFunc(s.inboxRespond)}))
+	m.Handle("/inbox/events", s.page(methods{http.MethodGet: http.HandlerFunc(s.inboxEvents)}))
 	m.Handle("/healthz", methods{http.MethodGet: http.HandlerFunc(healthz)})
 	m.Handle("/{$}", methods{http.MethodGet: http.RedirectHandler("/inbox", http.StatusSeeOther)})
 	m.Handle("/", s.page(notFound{}))

@@ -96,6 +96,39 @@ func (s *Server) requireScope(scope apikey.Scope, h http.HandlerFunc) http.Handl
 	})
 }
 
+// requireScopeOrSession is requireScope for the read-only event streams
+// that the gateway's own pages follow: a request without an Authorization
+// header may instead carry a signed-in inbox session, whose key then
+// counts. The cookie is HttpOnly and SameSite=Strict, so only pages of
+// this gateway send it.
+func (s *Server) requireScopeOrSession(scope apikey.Scope, h http.HandlerFunc) http.Handler {
+	withKey := s.requireScope(scope, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := s.sessionKey(r); ok && r.Header.Get("Authorization") == "" {
+			if !p.Has(scope) {
+				fail(w, r, http.StatusForbidden, fmt.Sprintf("the key of %s does not have the %s scope this needs", p.Principal, scope))
+				return
+			}
+			h(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+			return
+		}
+		withKey.ServeHTTP(w, r)
+	})
+}
+
+// sessionKey is the key of the request's signed-in inbox session, if any.
+func (s *Server) sessionKey(r *http.Request) (apikey.Entry, bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return apikey.Entry{}, false
+	}
+	sess, ok := s.decodeSession(c.Value)
+	if !ok || sess.Key == "" {
+		return apikey.Entry{}, false
+	}
+	return s.signedIn(r.Context(), sess)
+}
+
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (apikey.Entry, bool) {
 	auth := r.Header.Get("Authorization")
 	if auth == "" && s.opts.Dev && fromLoopback(r) {

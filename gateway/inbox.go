@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
 	"github.com/tollgate-dev/tollgate/internal/turnlist"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -31,8 +33,10 @@ type inboxPage struct {
 	CSRF       string
 	CanRespond bool
 	Refresh    bool
-	Problems   []string
-	Items      []inboxItem
+	// Live: the page follows /inbox/events and reloads only as a fallback.
+	Live     bool
+	Problems []string
+	Items    []inboxItem
 }
 
 type inboxItem struct {
@@ -101,6 +105,7 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 		CSRF:       s.csrfToken(v.sess),
 		CanRespond: v.who.Has(apikey.Respond),
 		Refresh:    failed == nil,
+		Live:       s.opts.Events != nil,
 	}
 	turns, err := s.list(r.Context(), turnlist.Filter{Status: workflows.StatusWaiting, Limit: inboxLimit, Users: v.who.Users})
 	if err != nil {
@@ -389,4 +394,83 @@ func agentChain(agents []results.AgentCall, callID string) string {
 		}
 	}
 	return ""
+}
+
+// inboxChangeDelay gathers the card changes of a moment into one notice:
+// a turn that parks on three calls reloads the list once.
+const inboxChangeDelay = 150 * time.Millisecond
+
+// inboxEvents tells a signed-in inbox page when a call's card or a turn's
+// status changed anywhere, so that it fetches its list again: a new
+// waiting call appears and an answered one leaves without a reload. A
+// notice carries nothing but the fact of a change (no turn, no call): the
+// list it fetches applies the key's scopes and users, as the page does.
+func (s *Server) inboxEvents(w http.ResponseWriter, r *http.Request) {
+	v := s.resolveSession(w, r)
+	if v.who == nil {
+		fail(w, r, http.StatusUnauthorized, "sign in to the inbox first")
+		return
+	}
+	if !v.who.Has(apikey.Read) {
+		fail(w, r, http.StatusForbidden, fmt.Sprintf("the key of %s does not have the read scope the inbox needs", v.who.Principal))
+		return
+	}
+	if s.opts.Events == nil {
+		fail(w, r, http.StatusServiceUnavailable, "live events are off on this gateway (it has no NATS); the inbox reloads by itself instead")
+		return
+	}
+	sub, err := s.opts.Events.Subscribe(r.Context(), stream.Filter{All: true}, 0, s.opts.EventsBuffer)
+	if err != nil {
+		s.log.Warn("Live events unavailable for the inbox", "error", err)
+		w.Header().Set("Retry-After", retryAfter)
+		fail(w, r, http.StatusServiceUnavailable, "live events are unavailable right now; the inbox reloads by itself instead")
+		return
+	}
+	defer sub.Close()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	write := func(msg string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
+		if _, err := w.Write([]byte(msg)); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write("retry: 2000\n\n") {
+		return
+	}
+	keep := time.NewTicker(s.opts.EventsKeepAlive)
+	defer keep.Stop()
+	var notice <-chan time.Time
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				// Lagged or NATS gone: the page reconnects, and refetches
+				// its list on reconnecting, so nothing is missed.
+				return
+			}
+			switch ev.Type {
+			case stream.TypeCard, stream.TypeStatus, stream.TypeResult:
+				if notice == nil {
+					notice = time.After(inboxChangeDelay)
+				}
+			}
+		case <-notice:
+			notice = nil
+			if !write("event: changed\ndata: {}\n\n") {
+				return
+			}
+		case <-keep.C:
+			if !write(": keep-alive\n\n") {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
 }

@@ -95,3 +95,79 @@ func TestInboxInChromium(t *testing.T) {
 	require.Equal(t, results.StateSucceeded, c.State)
 	require.Equal(t, "ops", c.Decisions[0].By)
 }
+
+// The inbox follows the live events: a turn that parks shows up and an
+// answered call leaves, with the page neither reloaded nor polling.
+func TestInboxUpdatesLiveInChromium(t *testing.T) {
+	e := newEnv(t, envOptions{events: sharedNATS(t)})
+	// The browser closes first, ending its event stream, so that the
+	// gateway's test server can close.
+	ctx := browser.New(t, browser.Options{Width: 1100, Height: 900})
+	key := e.key("ops", readAnswer)
+	type css = chromedp.CSS
+	run := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		actx, cancel := context.WithTimeout(ctx, browser.DefaultTimeout)
+		defer cancel()
+		require.NoError(t, chromedp.Do(actx, steps...))
+	}
+
+	require.NoError(t, browser.Open(ctx, e.http.URL+"/inbox", `#login input[name="key"]`))
+	run(chromedp.SendKeys(css(`#login input[name="key"]`), key), chromedp.Submit(css(`#login`)))
+	run(chromedp.WaitVisible(css(`body[data-live="on"]`)))
+	// A mark that a reload would wipe out.
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded = true`))
+	require.NoError(t, err)
+
+	id := e.park("", "release", "ann", 2)
+	d1 := `section[data-turn="` + id + `"][data-call="d1"]`
+	w1 := `section[data-turn="` + id + `"][data-call="w1"]`
+	run(chromedp.WaitVisible(css(d1)), chromedp.WaitVisible(css(w1)))
+
+	for _, call := range []string{"d1", "w1"} {
+		r := e.do(request{method: "POST", path: "/v1/turns/" + id + "/respond", key: key, body: `{"call_id":"` + call + `","decision":"approve"}`})
+		require.Equal(t, 200, r.code, r.body)
+	}
+	run(chromedp.WaitNotPresent(css(d1)), chromedp.WaitNotPresent(css(w1)), chromedp.WaitVisible(css(`#empty`)))
+	kept, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`))
+	require.NoError(t, err)
+	require.True(t, kept, "the page was updated in place, not reloaded")
+}
+
+// GET /live/{id} renders a turn from its AI SDK stream as it is written:
+// the reply's text, the calls' cards as they change, the end.
+func TestLiveTurnPageRendersTheAISDKStreamInChromium(t *testing.T) {
+	e := newEnv(t, envOptions{events: sharedNATS(t)})
+	ctx := browser.New(t, browser.Options{Width: 1100, Height: 900})
+	key := e.key("ops", readAnswer)
+	type css = chromedp.CSS
+	run := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		actx, cancel := context.WithTimeout(ctx, browser.DefaultTimeout)
+		defer cancel()
+		require.NoError(t, chromedp.Do(actx, steps...))
+	}
+	id := e.park("", "release", "ann", 2)
+
+	// Signed out, the stream is refused and the page says how to sign in.
+	require.NoError(t, browser.Open(ctx, e.http.URL+"/live/"+id, `#message[data-state="failed"]`))
+	require.NoError(t, browser.WaitText(ctx, 0, "Sign in at /inbox"))
+
+	require.NoError(t, browser.Open(ctx, e.http.URL+"/inbox", `#login input[name="key"]`))
+	run(chromedp.SendKeys(css(`#login input[name="key"]`), key), chromedp.Submit(css(`#login`)))
+	run(chromedp.WaitVisible(css(`section[data-call="d1"]`)))
+	require.NoError(t, browser.Open(ctx, e.http.URL+"/live/"+id, `#message[data-state="streaming"]`))
+	run(chromedp.WaitVisible(css(`p.card[data-call="d1"][data-state="pending_approval"]`)), chromedp.WaitVisible(css(`p.card[data-call="w1"][data-state="pending_approval"]`)))
+	require.NoError(t, browser.WaitText(ctx, 0, "I'll deploy 1.2.3 to production and add it to the changelog."))
+
+	for _, call := range []string{"d1", "w1"} {
+		r := e.do(request{method: "POST", path: "/v1/turns/" + id + "/respond", key: key, body: `{"call_id":"` + call + `","decision":"approve"}`})
+		require.Equal(t, 200, r.code, r.body)
+	}
+	run(chromedp.WaitVisible(css(`#message[data-state="finished"]`)))
+	require.NoError(t, browser.WaitText(ctx, 0, "Deployed and noted in the changelog.", "The turn ended."))
+	run(chromedp.WaitVisible(css(`p.card[data-call="d1"][data-state="succeeded"]`)), chromedp.WaitVisible(css(`pre.tool-part[data-call="w1"][data-state="output-available"]`)))
+	texts, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("p.text")].map((p) => p.textContent)`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"I'll deploy 1.2.3 to production and add it to the changelog.", "Deployed and noted in the changelog."}, texts, "each step's text once")
+}

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"net/url"
@@ -186,4 +187,49 @@ func TestInboxShowsPreview(t *testing.T) {
 	require.Contains(t, page.body, "Would change <code>notes.md</code>")
 	require.Contains(t, page.body, `<span class="add">&#43;&lt;b&gt;second&lt;/b&gt;</span>`)
 	require.Contains(t, page.body, `<span class="hunk">@@`)
+}
+
+// openStatus opens a stream with the browser's cookies and returns its status
+// and content type without reading on.
+func openStatus(t *testing.T, browser *http.Client, url string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := browser.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Content-Type")
+}
+
+// The inbox's change notices and the events routes take a signed-in
+// session in place of a key, and the session's key decides what they
+// reach.
+func TestInboxSessionOpensEventStreamsWithinItsKeysReach(t *testing.T) {
+	e := newEnv(t, envOptions{events: sharedNATS(t)})
+	id := e.park("", "one", "ann", 1)
+
+	code, _ := openStatus(t, browserClient(t), e.http.URL+"/inbox/events")
+	require.Equal(t, http.StatusUnauthorized, code, "no session, no notices")
+
+	ops := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(ops, e.key("ops", readAnswer)).code)
+	code, ctype := openStatus(t, ops, e.http.URL+"/inbox/events")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "text/event-stream", ctype)
+	code, _ = openStatus(t, ops, e.http.URL+"/v1/turns/"+id+"/events")
+	require.Equal(t, http.StatusOK, code, "the session's key reads the turn's events")
+
+	bob := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(bob, e.keyFor("bob-only", []apikey.Scope{apikey.Read}, "bob")).code)
+	code, _ = openStatus(t, bob, e.http.URL+"/v1/turns/"+id+"/events")
+	require.Equal(t, http.StatusNotFound, code, "a session of a key limited to bob does not reach ann's turn")
+
+	off := newEnv(t, envOptions{noWorker: true})
+	b := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, off.login(b, off.key("ops", readAnswer)).code)
+	code, _ = openStatus(t, b, off.http.URL+"/inbox/events")
+	require.Equal(t, http.StatusServiceUnavailable, code, "without NATS the page polls instead")
+	require.NotContains(t, off.inbox(b).body, "/inbox/events", "and is not told to follow the stream")
 }

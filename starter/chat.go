@@ -261,9 +261,9 @@ func (ch *chat) follow(ctx context.Context, turnID string) (workflows.Result, er
 	if err := ch.waitStarted(ctx, turnID); err != nil {
 		return workflows.Result{}, err
 	}
-	stopLive := ch.c.liveText(ctx, turnID)
 	p := ch.c.newPrinter(turnID, true)
 	p.quietHints = true
+	stopLive := ch.c.liveText(ctx, turnID, p)
 	a := &asker{t: ch.s, id: turnID, by: ch.by, out: ch.c.stdout, in: ch.in, p: p, answered: map[string]bool{}}
 	res, err := ch.c.follow(ctx, ch.s, turnID, "", func(ctx context.Context, s workflows.State) error {
 		for _, card := range s.Cards {

@@ -17,10 +17,10 @@ import (
 // interact is run --interactive: follow the turn, print each card as it
 // changes, and ask at the terminal for every wait, in call order.
 func (c *cli) interact(ctx context.Context, t turns, id, runID, by string) error {
-	stopLive := c.liveText(ctx, id)
-	defer stopLive()
 	p := c.newPrinter(id, true)
 	p.quietHints = true
+	stopLive := c.liveText(ctx, id, p)
+	defer stopLive()
 	// Under --json stdout carries only JSON lines; the conversation with
 	// the person moves to stderr.
 	out := c.stdout

@@ -16,8 +16,11 @@ import (
 // Live text: while a turn runs, watch, chat and run --interactive print
 // the model's text as it streams, from the workers' NATS
 // (TOLLGATE_NATS_URL, or the URL `worker --dev` leaves in the data
-// directory's nats-url file). Cards still come from polling the state,
-// which is also the whole fallback when there is no NATS.
+// directory's nats-url file). Card changes come from the stream too: each
+// is printed as it arrives and makes the follower query the state at
+// once (for the prompts of run --interactive and chat), and the state is
+// then polled only every livePoll, as a fallback. Without NATS, polling
+// every poll interval does it all.
 
 // NATSURLFile is where `worker --dev` writes its embedded NATS server's
 // URL, inside the data directory.
@@ -25,6 +28,10 @@ const NATSURLFile = "nats-url"
 
 // liveWait is how long the starter waits for NATS before polling alone.
 var liveWait = time.Second
+
+// livePollFactor slows polling while the stream is live: the poll is then
+// only the fallback for events NATS lost.
+const livePollFactor = 10
 
 func (c *cli) natsURL() string {
 	if u := c.getenv("TOLLGATE_NATS_URL"); u != "" {
@@ -37,10 +44,12 @@ func (c *cli) natsURL() string {
 	return strings.TrimSpace(string(b))
 }
 
-// liveText starts printing turn id's streamed text to stdout and returns
-// a function that stops it and says what text it printed. Under --json,
-// or without a reachable NATS, it prints nothing.
-func (c *cli) liveText(ctx context.Context, id string) func() string {
+// liveText starts printing turn id's streamed text to stdout, and its
+// card changes through p, and returns a function that stops it and says
+// what text it printed. Under --json, or without a reachable NATS, it
+// prints nothing. While it runs, c.nudge is set: follow queries the state
+// when a card changes.
+func (c *cli) liveText(ctx context.Context, id string, p *printer) func() string {
 	url := c.natsURL()
 	if c.g.json || url == "" {
 		return func() string { return "" }
@@ -65,6 +74,8 @@ func (c *cli) liveText(ctx context.Context, id string) func() string {
 	out := &liveWriter{w: c.stdout}
 	prev := c.stdout
 	c.stdout = out
+	nudge := make(chan struct{}, 1)
+	c.nudge = nudge
 	var text strings.Builder
 	done := make(chan struct{})
 	go func() {
@@ -84,6 +95,14 @@ func (c *cli) liveText(ctx context.Context, id string) func() string {
 				out.live("\n  (the model call is retried; its reply starts again)\n")
 				text.Reset()
 				call = ""
+			case stream.TypeCard:
+				if ev.Card != nil {
+					p.card(*ev.Card)
+				}
+				select {
+				case nudge <- struct{}{}:
+				default:
+				}
 			case stream.TypeResult:
 				out.endLine()
 				return
@@ -102,6 +121,7 @@ func (c *cli) liveText(ctx context.Context, id string) func() string {
 		n.Close()
 		out.endLine()
 		c.stdout = prev
+		c.nudge = nil
 		return text.String()
 	}
 }

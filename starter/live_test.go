@@ -5,9 +5,11 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -68,4 +70,32 @@ func TestLiveWriterKeepsLinesApart(t *testing.T) {
 	l.live(" world")
 	l.endLine()
 	require.Equal(t, "» Hello\n✓ a card\n»  world\n", b.String())
+}
+
+// Card changes come from the stream: a card that no poll of the state
+// ever shows is printed as the stream carries it.
+func TestWatchPrintsCardsFromTheStream(t *testing.T) {
+	srv, err := stream.StartEmbedded(t.TempDir(), 0)
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	pub, err := stream.Connect(stream.Config{URL: srv.URL()})
+	require.NoError(t, err)
+	t.Cleanup(pub.Close)
+	running, done := readCard(), succeeded(readCard(), "the notes")
+	pub.Publish(stream.Event{Type: stream.TypeCard, Turn: "T", Card: &running})
+	pub.Publish(stream.Event{Type: stream.TypeCard, Turn: "T", Card: &done})
+	pub.Publish(stream.Event{Type: stream.TypeCard, Turn: "other", Card: &results.Card{CallID: "x", Tool: "not_this_turn", State: results.StateRunning}})
+	require.NoError(t, pub.Flush(context.Background()))
+
+	// The polled state never has a card, and neither has the result.
+	fake := newFake(workflows.State{Status: workflows.StatusRunning, Step: 1})
+	progress(fake, func(f *fakeTurns) { time.Sleep(300 * time.Millisecond) }, func(f *fakeTurns) { f.finishLocked(workflows.StatusCompleted, "Read.") })
+	h := newHarness(t, fake)
+	h.env["TOLLGATE_NATS_URL"] = srv.URL()
+	o := h.run("", "watch", "T")
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Contains(t, o.stdout, running.Summary())
+	require.Contains(t, o.stdout, done.Summary())
+	require.NotContains(t, o.stdout, "not_this_turn")
+	require.Less(t, strings.Index(o.stdout, done.Summary()), strings.Index(o.stdout, "turn T completed"))
 }

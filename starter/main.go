@@ -65,6 +65,8 @@ type cli struct {
 	// Temporal has no push for queries, and 300ms feels live to a person
 	// without loading the server.
 	poll time.Duration
+	// nudge, while a turn's events stream, says a card changed (live.go).
+	nudge chan struct{}
 	// getenv is os.Getenv, replaceable in tests.
 	getenv func(string) string
 	// fs is the running verb's flag set, for its help text.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/results"
@@ -113,8 +114,8 @@ func (c *cli) wait(ctx context.Context, t turns, id, runID string) error {
 // streams JSON lines when lines is set, and otherwise prints only the
 // final Result.
 func (c *cli) watch(ctx context.Context, t turns, id, runID string, lines bool) error {
-	stopLive := c.liveText(ctx, id)
 	p := c.newPrinter(id, lines)
+	stopLive := c.liveText(ctx, id, p)
 	res, err := c.follow(ctx, t, id, runID, func(_ context.Context, s workflows.State) error {
 		p.state(s)
 		return nil
@@ -160,7 +161,13 @@ func (c *cli) follow(ctx context.Context, t turns, id, runID string, onState fun
 		lastWarning string
 		failingFor  time.Time
 	)
-	tick := time.NewTicker(c.poll)
+	// With the stream live, a card change nudges a query at once and the
+	// ticker is the fallback.
+	nudge, every := c.nudge, c.poll
+	if nudge != nil {
+		every *= livePollFactor
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		s, err := t.State(pollCtx, id, runID)
@@ -212,6 +219,7 @@ func (c *cli) follow(ctx context.Context, t turns, id, runID string, onState fun
 		case <-ctx.Done():
 			return workflows.Result{}, errInterrupted
 		case <-tick.C:
+		case <-nudge:
 		}
 	}
 }
@@ -235,6 +243,8 @@ type printer struct {
 	lastStatus string
 	// quietHints: run --interactive asks instead of hinting.
 	quietHints bool
+	// mu: cards come from the stream and from polls at once.
+	mu sync.Mutex
 }
 
 func (c *cli) newPrinter(id string, lines bool) *printer {
@@ -248,6 +258,8 @@ func (p *printer) state(s workflows.State) {
 	if p.c.g.json && !p.lines {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	status := fmt.Sprintf("%s/%d", s.Status, s.Step)
 	if status != p.lastStatus {
 		p.lastStatus = status
@@ -258,7 +270,7 @@ func (p *printer) state(s workflows.State) {
 		}
 	}
 	for _, card := range s.Cards {
-		p.card(card)
+		p.cardLocked(card)
 		if card.State.Waiting() && !p.quietHints && !p.jsonLines() && !s.Status.Final() && !p.hinted[waitKey(card)] {
 			p.hinted[waitKey(card)] = true
 			fmt.Fprintf(p.c.stdout, "  → %s\n", hint(p.id, card))
@@ -268,6 +280,12 @@ func (p *printer) state(s workflows.State) {
 
 // card prints one card if it changed.
 func (p *printer) card(card results.Card) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cardLocked(card)
+}
+
+func (p *printer) cardLocked(card results.Card) {
 	sum := card.Summary()
 	if p.seen[card.CallID] == sum {
 		return

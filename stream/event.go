@@ -99,6 +99,18 @@ type Event struct {
 	// workflow's events use it, since a workflow task that is run again
 	// after a crash publishes them again.
 	Key string `json:"-"`
+
+	// encoded is the event as JSON, id included, when it was read from
+	// the log: a hub encodes each event once for all its watchers.
+	encoded []byte
+}
+
+// JSON is the event encoded as JSON, as the events routes send it.
+func (e Event) JSON() ([]byte, error) {
+	if e.encoded != nil {
+		return e.encoded, nil
+	}
+	return json.Marshal(e)
 }
 
 // Compaction is what a compaction event says: the strategy, why

@@ -1,10 +1,12 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,10 +26,13 @@ func (e *LaggedError) Error() string {
 	return fmt.Sprintf("the subscriber fell too far behind; resume after event %d", e.ResumeAfter)
 }
 
-// Filter selects the events of one turn or of one session (all its turns).
+// Filter selects the events of one turn, of one session (all its turns),
+// or with All of every turn. All starts at the newest event, not the
+// oldest kept: the whole log is no one's backlog.
 type Filter struct {
 	Turn    string
 	Session string
+	All     bool
 }
 
 // DefaultBuffer is how many events a subscription holds for a reader that
@@ -79,30 +84,9 @@ func (n *NATS) Subscribe(ctx context.Context, f Filter, after uint64, buffer int
 	if buffer <= 0 {
 		buffer = DefaultBuffer
 	}
-	var subject string
-	switch {
-	case f.Turn != "":
-		subject = n.cfg.Subject + ".*." + token(f.Turn)
-	case f.Session != "":
-		subject = n.cfg.Subject + "." + token(f.Session) + ".*"
-	default:
-		return nil, errors.New("stream: subscribe to a turn or a session")
-	}
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{subject},
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		InactiveThreshold: 30 * time.Second,
-	}
-	if after > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
-	}
-	cons, err := n.js.OrderedConsumer(ctx, n.cfg.Stream, cfg)
+	_, it, err := n.messages(ctx, f, after)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(128))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{events: make(chan Event, buffer), stall: n.cfg.SlowReader, done: make(chan struct{})}
@@ -118,6 +102,70 @@ func (n *NATS) Subscribe(ctx context.Context, f Filter, after uint64, buffer int
 	return s, nil
 }
 
+// filterSubject is the subject pattern that selects f.
+func (n *NATS) filterSubject(f Filter) (string, error) {
+	switch {
+	case f.Turn != "":
+		return n.cfg.Subject + ".*." + token(f.Turn), nil
+	case f.Session != "":
+		return n.cfg.Subject + "." + token(f.Session) + ".*", nil
+	case f.All:
+		return n.cfg.Subject + ".>", nil
+	default:
+		return "", errors.New("stream: subscribe to a turn or a session")
+	}
+}
+
+// messages reads the events that match f with ids after after through an
+// ordered consumer of its own (0: from the first event kept).
+func (n *NATS) messages(ctx context.Context, f Filter, after uint64) (jetstream.Consumer, jetstream.MessagesContext, error) {
+	subject, err := n.filterSubject(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{subject},
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: 30 * time.Second,
+	}
+	switch {
+	case after > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+	case f.All:
+		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+	}
+	cons, err := n.js.OrderedConsumer(ctx, n.cfg.Stream, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(128))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return cons, it, nil
+}
+
+// decode reads an event and its id; ok is false for a message that is
+// not an event.
+func decode(msg jetstream.Msg) (ev Event, pending uint64, ok bool) {
+	data := msg.Data()
+	if json.Unmarshal(data, &ev) != nil {
+		return Event{}, 0, false
+	}
+	md, err := msg.Metadata()
+	if err != nil {
+		return Event{}, 0, false
+	}
+	ev.ID = md.Sequence.Stream
+	// Publishers encode the id as 0, first: the stored JSON with the id
+	// put in is the event's encoding, without encoding it again.
+	if rest, found := bytes.CutPrefix(data, []byte(`{"id":0,`)); found {
+		ev.encoded = append(strconv.AppendUint(append(make([]byte, 0, len(data)+20), `{"id":`...), ev.ID, 10), ',')
+		ev.encoded = append(ev.encoded, rest...)
+	}
+	return ev, md.NumPending, true
+}
+
 func (s *Subscription) run(ctx context.Context, it jetstream.MessagesContext) {
 	defer close(s.done)
 	defer close(s.events)
@@ -130,12 +178,9 @@ func (s *Subscription) run(ctx context.Context, it jetstream.MessagesContext) {
 			}
 			return
 		}
-		var ev Event
-		if json.Unmarshal(msg.Data(), &ev) != nil {
+		ev, _, ok := decode(msg)
+		if !ok {
 			continue
-		}
-		if md, err := msg.Metadata(); err == nil {
-			ev.ID = md.Sequence.Stream
 		}
 		select {
 		case s.events <- ev:

@@ -9,6 +9,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/tollgate-dev/tollgate/stream"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -56,6 +57,9 @@ type Options struct {
 	// SQLiteFile keeps the server's database in a file in the data
 	// directory, as `worker --dev` does, instead of in memory.
 	SQLiteFile bool
+	// Events, when set, is where the Tollgate worker publishes turns'
+	// live events: benchmark 1 with streaming on.
+	Events stream.Publisher
 }
 
 // Env is one embedded server, one client and a worker for each side.
@@ -110,7 +114,7 @@ func Start(opts Options) (*Env, error) {
 		e.Close()
 		return nil, err
 	}
-	plugin, err := NewPlugin(e.DataDir)
+	plugin, err := newPlugin(e.DataDir, opts.Events)
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -176,12 +180,17 @@ func quietLogger() sdklog.Logger {
 // NewPlugin enables Tollgate as the worker binary does, without the
 // built-in tools and with the benchmark's tools.
 func NewPlugin(dataDir string) (*tollgate.Plugin, error) {
+	return newPlugin(dataDir, nil)
+}
+
+func newPlugin(dataDir string, events stream.Publisher) (*tollgate.Plugin, error) {
 	return tollgate.NewPlugin(tollgate.Options{
 		DataDir:    dataDir,
 		Workspace:  workspaceDir(dataDir),
 		Models:     providers.Config{ScriptDir: filepath.Join(dataDir, "scripts")},
 		Tools:      Tools(),
 		NoBuiltins: true,
+		Events:     events,
 	})
 }
 

@@ -1,0 +1,52 @@
+package bench
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/stream"
+)
+
+// Row 1b with streaming on: the same turns, their model calls streamed
+// to an embedded NATS server, against the bare loop. Gated: set
+// TOLLGATE_BENCH_STREAMING=1 (and TOLLGATE_BENCH_STREAMING_REPS).
+//
+//	TOLLGATE_BENCH_STREAMING=1 go test -run TestStreamingRow1b -v ./internal/bench/
+func TestStreamingRow1b(t *testing.T) {
+	if os.Getenv("TOLLGATE_BENCH_STREAMING") == "" {
+		t.Skip("set TOLLGATE_BENCH_STREAMING=1 to measure row 1b with streaming on")
+	}
+	reps := 5
+	if n, err := strconv.Atoi(os.Getenv("TOLLGATE_BENCH_STREAMING_REPS")); err == nil && n > 0 {
+		reps = n
+	}
+	nats, err := stream.StartEmbedded(t.TempDir(), 0)
+	require.NoError(t, err)
+	t.Cleanup(nats.Shutdown)
+	pub, err := stream.Connect(stream.Config{URL: nats.URL()})
+	require.NoError(t, err)
+	t.Cleanup(pub.Close)
+	require.Eventually(t, pub.Ready, 10*time.Second, 20*time.Millisecond)
+
+	cfg := DefaultConfig()
+	for _, on := range []bool{false, true} {
+		opts := Options{}
+		if on {
+			opts.Events = pub
+		}
+		e, err := Start(opts)
+		require.NoError(t, err)
+		tc, err := e.ToolCalls(t.Context(), cfg.Calls, reps)
+		e.Close()
+		require.NoError(t, err)
+		r := newCallsReport(tc)
+		t.Logf("streaming %v: %d calls, per call %s (bare loop %s), ratio to the bare loop %.3f (goal %.2f)", on, tc.N, r.PerCall, r.PerCallLoop, r.RatioLoop, LoopCallGoal)
+	}
+	published, dropped := pub.Counts()
+	t.Logf("events published %d, dropped %d", published, dropped)
+	require.Positive(t, published, "the streamed turns published their events")
+}

@@ -1,0 +1,380 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultHubRing is how many recent events a Hub keeps in memory for each
+// turn (or session) that has watchers: a watcher this close behind reads
+// them from memory, one further behind from JetStream.
+const DefaultHubRing = 1024
+
+// Hub fans one turn's (or session's) events out to every subscriber in
+// this process: one JetStream consumer per filter, however many watch it,
+// instead of one per watcher. Each subscriber keeps its own position; a
+// subscriber that starts from an older id than the hub holds, or falls
+// further behind than the hub holds, reads from JetStream with a consumer
+// of its own until it is back within reach of the hub, and then reads
+// from the hub again, without a gap or a duplicate.
+//
+// Memory stays bounded: the hub holds at most its ring of events per
+// filter, each subscriber at most its buffer, and a subscriber that
+// leaves a full buffer untaken for Config.SlowReader is closed with a
+// LaggedError.
+type Hub struct {
+	n    *NATS
+	ring int
+
+	mu     sync.Mutex
+	topics map[Filter]*topic
+}
+
+var _ Source = (*Hub)(nil)
+
+// NewHub returns a Hub over n that keeps ring recent events per filter
+// (0: DefaultHubRing).
+func NewHub(n *NATS, ring int) *Hub {
+	if ring <= 0 {
+		ring = DefaultHubRing
+	}
+	return &Hub{n: n, ring: ring, topics: map[Filter]*topic{}}
+}
+
+// Topics is how many JetStream consumers the hub holds open: one per
+// filter that has subscribers.
+func (h *Hub) Topics() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.topics)
+}
+
+// topic is one filter's shared consumer and its recent events.
+type topic struct {
+	f     Filter
+	ready chan struct{} // closed once the consumer is set up (or failed)
+	it    jetstream.MessagesContext
+
+	mu sync.Mutex
+	// ring holds the events with ids in (from, last], oldest first:
+	// events[head], events[head+1], ... modulo its length.
+	events    []Event
+	head, len int
+	from      uint64
+	// dropped: the ring has let old events go, so from is the id of a
+	// real event rather than where the consumer started (see caughtUp).
+	dropped bool
+	// wake is closed when events arrive or the consumer ends.
+	wake chan struct{}
+	err  error
+	refs int
+}
+
+// Subscribe delivers the events that match f with ids after after, as
+// NATS.Subscribe does, through the filter's shared consumer.
+func (h *Hub) Subscribe(ctx context.Context, f Filter, after uint64, buffer int) (*Subscription, error) {
+	n := h.n
+	if !n.nc.IsConnected() {
+		return nil, ErrUnavailable
+	}
+	if !n.ready.Load() {
+		if err := n.ensure(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	if _, err := n.filterSubject(f); err != nil {
+		return nil, err
+	}
+	if buffer <= 0 {
+		buffer = DefaultBuffer
+	}
+	// The ring is what waits for a reader; its channel only hands events
+	// over, so an idle watcher costs little.
+	buffer = min(buffer, hubHandoff)
+	if f.All && after == 0 {
+		// From now on: after the newest event in the log, a position
+		// that the shared consumer and a catch-up read agree on.
+		info, err := n.js.Stream(ctx, n.cfg.Stream)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		after = info.CachedInfo().State.LastSeq
+	}
+	t, err := h.acquire(ctx, f, after)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Subscription{events: make(chan Event, buffer), stall: n.cfg.SlowReader, done: make(chan struct{}), stop: cancel}
+	go func() {
+		defer h.release(t)
+		s.follow(ctx, h, t, after)
+	}()
+	return s, nil
+}
+
+// acquire returns f's topic, starting its consumer after after when it
+// has none.
+func (h *Hub) acquire(ctx context.Context, f Filter, after uint64) (*topic, error) {
+	h.mu.Lock()
+	t := h.topics[f]
+	if t == nil {
+		t = &topic{f: f, ready: make(chan struct{}), from: after, wake: make(chan struct{})}
+		h.topics[f] = t
+		t.refs++
+		h.mu.Unlock()
+		// The consumer outlives the request that started it.
+		_, it, err := h.n.messages(context.WithoutCancel(ctx), f, after)
+		if err != nil {
+			t.end(err)
+			h.release(t)
+			close(t.ready)
+			return nil, err
+		}
+		t.it = it
+		close(t.ready)
+		go h.read(t)
+		return t, nil
+	}
+	t.refs++
+	h.mu.Unlock()
+	select {
+	case <-t.ready:
+	case <-ctx.Done():
+		h.release(t)
+		return nil, ctx.Err()
+	}
+	if t.it == nil {
+		h.release(t)
+		return nil, fmt.Errorf("%w: the shared consumer could not be set up", ErrUnavailable)
+	}
+	return t, nil
+}
+
+// release drops a subscriber; the last one stops the topic's consumer.
+func (h *Hub) release(t *topic) {
+	h.mu.Lock()
+	t.refs--
+	last := t.refs == 0
+	if last && h.topics[t.f] == t {
+		delete(h.topics, t.f)
+	}
+	h.mu.Unlock()
+	if last && t.it != nil {
+		t.it.Stop()
+	}
+}
+
+// read moves the consumer's events into the topic's ring.
+func (h *Hub) read(t *topic) {
+	for {
+		msg, err := t.it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				err = nil
+			}
+			// A topic whose consumer failed takes no new subscribers;
+			// the next one starts another.
+			h.mu.Lock()
+			if h.topics[t.f] == t {
+				delete(h.topics, t.f)
+			}
+			h.mu.Unlock()
+			if err == nil {
+				err = errors.New("the shared consumer stopped")
+			}
+			t.end(fmt.Errorf("%w: %v", ErrUnavailable, err))
+			return
+		}
+		ev, _, ok := decode(msg)
+		if !ok {
+			continue
+		}
+		t.add(ev, h.ring)
+	}
+}
+
+func (t *topic) add(ev Event, capacity int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.len > 0 && ev.ID <= t.at(t.len-1).ID {
+		return
+	}
+	if t.len == len(t.events) {
+		if len(t.events) < capacity {
+			// Grow: an idle or short turn keeps a small ring.
+			grown := make([]Event, min(capacity, max(16, 2*len(t.events))))
+			for i := range t.len {
+				grown[i] = t.at(i)
+			}
+			t.events, t.head = grown, 0
+		} else {
+			t.from = t.events[t.head].ID
+			t.dropped = true
+			t.events[t.head] = Event{}
+			t.head = (t.head + 1) % len(t.events)
+			t.len--
+		}
+	}
+	t.events[(t.head+t.len)%len(t.events)] = ev
+	t.len++
+	close(t.wake)
+	t.wake = make(chan struct{})
+}
+
+func (t *topic) at(i int) Event { return t.events[(t.head+i)%len(t.events)] }
+
+func (t *topic) end(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err == nil {
+		t.err = err
+		close(t.wake)
+		t.wake = make(chan struct{})
+	}
+}
+
+// since copies up to max of the events after cursor into out. covered is
+// false when the ring no longer holds the event after cursor (or never
+// did): the caller reads from JetStream instead. wake is closed when
+// there is more to read; err is why the topic ended, once it has.
+func (t *topic) since(cursor uint64, out []Event, limit int) (evs []Event, covered bool, wake chan struct{}, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if cursor < t.from {
+		return out, false, t.wake, t.err
+	}
+	i := sort.Search(t.len, func(i int) bool { return t.at(i).ID > cursor })
+	for ; i < t.len && len(out) < limit; i++ {
+		out = append(out, t.at(i))
+	}
+	return out, true, t.wake, t.err
+}
+
+// caughtUp reports whether a subscriber at cursor, whose own consumer has
+// nothing more to deliver right now, may read from the ring: true when the
+// ring covers cursor, or when the ring is empty and has dropped nothing,
+// so that nothing lies between cursor and what the ring will get. It
+// returns the position to continue from.
+func (t *topic) caughtUp(cursor uint64, pendingNone bool) (uint64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if cursor >= t.from {
+		return cursor, true
+	}
+	if pendingNone && t.len == 0 && !t.dropped {
+		return t.from, true
+	}
+	return cursor, false
+}
+
+// hubHandoff bounds a hub subscription's channel.
+const hubHandoff = 8
+
+// followBatch bounds what a subscriber copies out of the ring at once.
+const followBatch = 16
+
+// follow delivers the topic's events after cursor to s until ctx ends,
+// the topic ends, or the reader lags.
+func (s *Subscription) follow(ctx context.Context, h *Hub, t *topic, cursor uint64) {
+	defer close(s.done)
+	defer close(s.events)
+	var batch []Event
+	for {
+		evs, covered, wake, err := t.since(cursor, batch[:0], followBatch)
+		if !covered {
+			var ok bool
+			if cursor, ok = s.catchUp(ctx, h, t, cursor); !ok {
+				return
+			}
+			continue
+		}
+		batch = evs
+		for i := range evs {
+			if !s.deliver(ctx, evs[i], cursor) {
+				return
+			}
+			cursor = evs[i].ID
+		}
+		clear(evs)
+		if len(evs) > 0 {
+			continue
+		}
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// deliver hands ev to the reader, waiting up to the stall time for room.
+func (s *Subscription) deliver(ctx context.Context, ev Event, last uint64) bool {
+	select {
+	case s.events <- ev:
+		return true
+	default:
+	}
+	tm := time.NewTimer(s.stall)
+	defer tm.Stop()
+	select {
+	case s.events <- ev:
+		return true
+	case <-tm.C:
+		s.fail(&LaggedError{ResumeAfter: last})
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// catchUp reads the events after cursor from JetStream, with a consumer
+// of its own, until the hub's ring holds the next one.
+func (s *Subscription) catchUp(ctx context.Context, h *Hub, t *topic, cursor uint64) (uint64, bool) {
+	cons, it, err := h.n.messages(ctx, t.f, cursor)
+	if err != nil {
+		s.fail(err)
+		return cursor, false
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	pendingNone := false
+	if ci := cons.CachedInfo(); ci != nil {
+		pendingNone = ci.NumPending == 0
+	}
+	for {
+		if next, ok := t.caughtUp(cursor, pendingNone); ok {
+			return next, true
+		}
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.fail(fmt.Errorf("%w: %v", ErrUnavailable, err))
+			}
+			return cursor, false
+		}
+		ev, pending, ok := decode(msg)
+		if !ok {
+			continue
+		}
+		pendingNone = pending == 0
+		if ev.ID <= cursor {
+			continue
+		}
+		if !s.deliver(ctx, ev, cursor) {
+			return cursor, false
+		}
+		cursor = ev.ID
+	}
+}

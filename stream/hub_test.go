@@ -1,0 +1,214 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// texts reads n events and returns their texts, checking ids increase.
+func texts(t *testing.T, s *Subscription, n int) []string {
+	t.Helper()
+	var out []string
+	var last uint64
+	for range n {
+		ev := next(t, s)
+		require.Greater(t, ev.ID, last, "ids increase")
+		last = ev.ID
+		out = append(out, ev.Text)
+	}
+	return out
+}
+
+func numbers(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprint(i))
+	}
+	return out
+}
+
+func TestHubSharesOneConsumerAmongItsSubscribers(t *testing.T) {
+	n := connect(t, embedded(t).URL(), Config{})
+	h := NewHub(n, 0)
+	ctx := context.Background()
+	subs := make([]*Subscription, 50)
+	for i := range subs {
+		s, err := h.Subscribe(ctx, Filter{Turn: "t"}, 0, 0)
+		require.NoError(t, err)
+		defer s.Close()
+		subs[i] = s
+	}
+	require.Equal(t, 1, h.Topics(), "one consumer for the turn")
+	other, err := h.Subscribe(ctx, Filter{Session: "s"}, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, 2, h.Topics(), "and one for the session")
+	for i := range 200 {
+		n.Publish(Event{Type: TypeText, Turn: "t", Session: "s", Text: fmt.Sprint(i)})
+	}
+	var wg sync.WaitGroup
+	got := make([][]string, len(subs))
+	for i, s := range subs {
+		wg.Go(func() { got[i] = texts(t, s, 200) })
+	}
+	wg.Wait()
+	for i := range subs {
+		require.Equal(t, numbers(0, 200), got[i], "subscriber %d", i)
+	}
+	require.Equal(t, numbers(0, 200), texts(t, other, 200))
+
+	// The encoding kept from the log is the event's own, id included.
+	n.Publish(Event{Type: TypeCard, Turn: "t", Session: "s", Status: "waiting", Text: `"quoted" ü`})
+	ev := next(t, subs[0])
+	kept, err := ev.JSON()
+	require.NoError(t, err)
+	ev.encoded = nil
+	fresh, err := json.Marshal(ev)
+	require.NoError(t, err)
+	require.JSONEq(t, string(fresh), string(kept))
+	require.Contains(t, string(kept), fmt.Sprintf(`{"id":%d,`, ev.ID))
+
+	other.Close()
+	for _, s := range subs {
+		s.Close()
+	}
+	require.Equal(t, 0, h.Topics(), "the last subscriber to leave stops the consumer")
+}
+
+// A subscriber that resumes from an older id than the hub's ring holds
+// reads the gap from JetStream, then joins the live events, while they
+// keep coming, without a gap or a duplicate.
+func TestHubSubscriberResumingFromAnOlderIDJoinsWithoutGapsOrDuplicates(t *testing.T) {
+	n := connect(t, embedded(t).URL(), Config{})
+	h := NewHub(n, 8)
+	ctx := context.Background()
+	first, err := h.Subscribe(ctx, Filter{Turn: "t"}, 0, 0)
+	require.NoError(t, err)
+	defer first.Close()
+	for i := range 100 {
+		n.Publish(Event{Type: TypeText, Turn: "t", Text: fmt.Sprint(i)})
+	}
+	seen := make([]Event, 0, 100)
+	for range 100 {
+		seen = append(seen, next(t, first))
+	}
+	// The ring holds the last 8; resume after the 10th while more come.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 100; i < 400; i++ {
+			n.Publish(Event{Type: TypeText, Turn: "t", Text: fmt.Sprint(i)})
+			if i%20 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	late, err := h.Subscribe(ctx, Filter{Turn: "t"}, seen[9].ID, 4)
+	require.NoError(t, err)
+	defer late.Close()
+	require.Equal(t, numbers(10, 400), texts(t, late, 390))
+	<-done
+	require.Equal(t, numbers(100, 400), texts(t, first, 300))
+	require.Equal(t, 1, h.Topics())
+
+	// A subscriber that joins after everything was sent, from the start.
+	all, err := h.Subscribe(ctx, Filter{Turn: "t"}, 0, 0)
+	require.NoError(t, err)
+	defer all.Close()
+	require.Equal(t, numbers(0, 400), texts(t, all, 400))
+}
+
+func TestHubClosesASlowReaderWithWhereToResume(t *testing.T) {
+	n := connect(t, embedded(t).URL(), Config{SlowReader: 100 * time.Millisecond})
+	h := NewHub(n, 16)
+	ctx := context.Background()
+	fast, err := h.Subscribe(ctx, Filter{Turn: "t"}, 0, 0)
+	require.NoError(t, err)
+	defer fast.Close()
+	slow, err := h.Subscribe(ctx, Filter{Turn: "t"}, 0, 4)
+	require.NoError(t, err)
+	defer slow.Close()
+	for i := range 50 {
+		n.Publish(Event{Type: TypeText, Turn: "t", Text: fmt.Sprint(i)})
+	}
+	require.Equal(t, numbers(0, 50), texts(t, fast, 50), "a slow reader does not hold up the others")
+	require.Eventually(t, func() bool { return slow.Err() != nil }, 10*time.Second, 10*time.Millisecond)
+	var got []Event
+	for ev := range slow.Events() {
+		got = append(got, ev)
+	}
+	require.Len(t, got, 4, "the buffer, never more")
+	var lag *LaggedError
+	require.True(t, errors.As(slow.Err(), &lag), "%v", slow.Err())
+	require.Equal(t, got[3].ID, lag.ResumeAfter)
+
+	r, err := h.Subscribe(ctx, Filter{Turn: "t"}, lag.ResumeAfter, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	require.Equal(t, numbers(4, 50), texts(t, r, 46), "resuming continues without a gap")
+}
+
+// A reader that falls behind the ring but keeps reading is not closed: it
+// reads from JetStream until it is back within the ring.
+func TestHubReaderThatFallsBehindTheRingCatchesUp(t *testing.T) {
+	n := connect(t, embedded(t).URL(), Config{SlowReader: 2 * time.Second})
+	h := NewHub(n, 8)
+	ctx := context.Background()
+	s, err := h.Subscribe(ctx, Filter{Turn: "t"}, 0, 4)
+	require.NoError(t, err)
+	defer s.Close()
+	go func() {
+		for i := range 300 {
+			n.Publish(Event{Type: TypeText, Turn: "t", Text: fmt.Sprint(i)})
+		}
+	}()
+	for i := range 300 {
+		if i%50 == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		require.Equal(t, fmt.Sprint(i), next(t, s).Text)
+	}
+	require.NoError(t, s.Err())
+}
+
+func TestHubWithNATSDownIsUnavailable(t *testing.T) {
+	e := embedded(t)
+	n := connect(t, e.URL(), Config{})
+	h := NewHub(n, 0)
+	s, err := h.Subscribe(context.Background(), Filter{Turn: "t"}, 0, 0)
+	require.NoError(t, err)
+	defer s.Close()
+	e.Shutdown()
+	require.Eventually(t, func() bool { return !n.nc.IsConnected() }, 10*time.Second, 10*time.Millisecond)
+	_, err = h.Subscribe(context.Background(), Filter{Turn: "u"}, 0, 0)
+	require.ErrorIs(t, err, ErrUnavailable)
+}
+
+// Every turn's events, from now on: what came before is not replayed,
+// even to a subscriber that joins after the hub's ring has moved on.
+func TestHubAllStartsAtTheNewestEvent(t *testing.T) {
+	n := connect(t, embedded(t).URL(), Config{})
+	h := NewHub(n, 4)
+	ctx := context.Background()
+	n.Publish(Event{Type: TypeText, Turn: "old", Text: "before"})
+	require.NoError(t, n.Flush(ctx))
+	s, err := h.Subscribe(ctx, Filter{All: true}, 0, 0)
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range 10 {
+		n.Publish(Event{Type: TypeText, Turn: fmt.Sprint("t", i%2), Session: "s", Text: fmt.Sprint(i)})
+	}
+	require.Equal(t, numbers(0, 10), texts(t, s, 10))
+	late, err := h.Subscribe(ctx, Filter{All: true}, 0, 0)
+	require.NoError(t, err)
+	defer late.Close()
+	n.Publish(Event{Type: TypeText, Turn: "new", Text: "after"})
+	require.Equal(t, "after", next(t, late).Text)
+	require.Equal(t, "after", next(t, s).Text)
+}
