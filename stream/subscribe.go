@@ -132,7 +132,14 @@ func (n *NATS) messages(ctx context.Context, f Filter, after uint64) (jetstream.
 	case after > 0:
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
 	case f.All:
-		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+		// From the next event on, by sequence rather than DeliverNew: the
+		// server creates the consumer after this returns, and DeliverNew
+		// would miss what is published in between.
+		info, err := n.js.Stream(ctx, n.cfg.Stream)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, info.CachedInfo().State.LastSeq+1
 	}
 	cons, err := n.js.OrderedConsumer(ctx, n.cfg.Stream, cfg)
 	if err != nil {

@@ -133,7 +133,11 @@ func (t *turn) usageLine() string {
 	if t.unpriced > 0 {
 		line += fmt.Sprintf(" (%d calls of unknown cost)", t.unpriced)
 	}
-	line += fmt.Sprintf(", %d model calls", t.step)
+	if t.step == 1 {
+		line += ", 1 model call"
+	} else {
+		line += fmt.Sprintf(", %d model calls", t.step)
+	}
 	switch t.compactions {
 	case 0:
 	case 1:

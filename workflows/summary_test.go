@@ -55,8 +55,8 @@ func TestCurrentDetailsListTheWaitingCalls(t *testing.T) {
 	h.env.RegisterDelayedCallback(func() { after = details() }, 150*time.Second)
 	h.run(t, Input{Prompt: "p", Tools: []string{"write", "ask"}})
 
-	require.Equal(t, "**Waiting for a person**\n- `w1` write a.md: pending approval\n- `a1` ask tone?: waiting for an answer: tone?\n\n**Used** 15 tokens, $0.0200, 1 model calls\n", parked)
-	require.Equal(t, "**Waiting for a person**\n- `a1` ask tone?: waiting for an answer: tone?\n\n**Used** 15 tokens, $0.0200, 1 model calls\n", after)
+	require.Equal(t, "**Waiting for a person**\n- `w1` write a.md: pending approval\n- `a1` ask tone?: waiting for an answer: tone?\n\n**Used** 15 tokens, $0.0200, 1 model call\n", parked)
+	require.Equal(t, "**Waiting for a person**\n- `a1` ask tone?: waiting for an answer: tone?\n\n**Used** 15 tokens, $0.0200, 1 model call\n", after)
 }
 
 func TestThousands(t *testing.T) {
