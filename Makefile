@@ -41,8 +41,9 @@ histories:
 	$(GO) test -count=1 ./internal/tests/e2e/ -record
 
 ## test-cluster: the production-shaped test: PostgreSQL, the Temporal
-## server binary, SeaweedFS (S3) and two worker processes, killed and
-## restarted; the first run builds the server, its CLI and SeaweedFS
+## server binary, SeaweedFS (S3), two worker processes, killed and
+## restarted, and live events through NATS to two gateways; the first
+## run builds the server, its CLI, SeaweedFS and nats-server
 test-cluster:
 	GO="$(GO)" ./internal/tests/cluster/bins.sh
 	TOLLGATE_CLUSTER=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./internal/tests/cluster/

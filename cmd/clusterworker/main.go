@@ -7,7 +7,8 @@
 // Configuration is the environment a real deployment uses:
 // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TOLLGATE_TASK_QUEUE,
 // TOLLGATE_DATA, TOLLGATE_WORKSPACE, TOLLGATE_BLOB_URL,
-// TOLLGATE_SCRIPTS_DIR; and the test's CLUSTER_LEDGER and CLUSTER_WORKER
+// TOLLGATE_SCRIPTS_DIR, TOLLGATE_NATS_URL (live events; unset publishes
+// none); and the test's CLUSTER_LEDGER and CLUSTER_WORKER
 // (the name ledger entries carry).
 package main
 
@@ -26,6 +27,7 @@ import (
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/internal/tests/cluster"
 	"github.com/tollgate-dev/tollgate/model/providers"
+	"github.com/tollgate-dev/tollgate/stream"
 )
 
 func main() {
@@ -51,17 +53,26 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	plugin, err := tollgate.NewPlugin(tollgate.Options{
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts := tollgate.Options{
 		DataDir:          os.Getenv("TOLLGATE_DATA"),
 		Workspace:        os.Getenv("TOLLGATE_WORKSPACE"),
 		Models:           models,
 		Tools:            tools,
 		SearchAttributes: true,
-	})
+	}
+	if url := os.Getenv("TOLLGATE_NATS_URL"); url != "" {
+		events, err := stream.Connect(stream.Config{URL: url, Logger: logger, Name: "tollgate-clusterworker-" + name})
+		if err != nil {
+			return fmt.Errorf("connect to NATS for live events: %w", err)
+		}
+		defer events.Close()
+		opts.Events = events
+	}
+	plugin, err := tollgate.NewPlugin(opts)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, err := client.DialContext(ctx, client.Options{
 		HostPort:  os.Getenv("TEMPORAL_ADDRESS"),
 		Namespace: os.Getenv("TEMPORAL_NAMESPACE"),

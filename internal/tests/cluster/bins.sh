@@ -8,6 +8,10 @@
 #   temporal                            the Temporal CLI (the compose
 #                                       scripts call it)
 #   weed                                SeaweedFS, the S3-compatible store
+#   nats-server                         NATS with JetStream, for live
+#                                       events, at the
+#                                       github.com/nats-io/nats-server/v2
+#                                       version in go.mod
 #
 # Each is built from its Go module, into a directory named for its
 # version, and linked by its plain name; a version already built is kept.
@@ -21,6 +25,8 @@ server_version=$($GO list -m -f '{{.Version}}' go.temporal.io/server)
 cli_version=v1.5.1
 weed_module=github.com/seaweedfs/seaweedfs
 weed_version=v0.0.0-20261109003541-7506e5f91cd6
+nats_module=github.com/nats-io/nats-server/v2
+nats_version=$($GO list -m -f '{{.Version}}' $nats_module)
 mkdir -p "$bin"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -86,5 +92,13 @@ if ! built weed "$dir"; then
 	mkdir -p "$dir"
 	timed "SeaweedFS $weed_version" build_weed "$dir"
 	built weed "$dir"
+fi
+# go.mod requires nats-server (the embedded dev server is its library),
+# so it builds here with go.mod's dependency versions.
+dir=$bin/nats-$nats_version
+if ! built nats-server "$dir"; then
+	mkdir -p "$dir"
+	timed "nats-server $nats_version" $GO build -o "$dir/" "$nats_module"
+	built nats-server "$dir"
 fi
 echo "cluster test programs are in $bin"

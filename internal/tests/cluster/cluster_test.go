@@ -26,7 +26,7 @@ const enableVar = "TOLLGATE_CLUSTER"
 func TestMain(m *testing.M) {
 	if os.Getenv(enableVar) == "" {
 		// Printed, not only skipped: go test ./... hides skip messages.
-		fmt.Fprintln(os.Stderr, "internal/tests/cluster: the cluster test (PostgreSQL, the Temporal server binary, SeaweedFS, two workers) runs only under make test-cluster; skipped")
+		fmt.Fprintln(os.Stderr, "internal/tests/cluster: the cluster test (PostgreSQL, the Temporal server binary, SeaweedFS, NATS, two workers, two gateways) runs only under make test-cluster; skipped")
 	}
 	os.Exit(m.Run())
 }
@@ -60,14 +60,15 @@ const script = `{"replies": [
 // bucket. It kills a worker in the middle of a tool and the server while
 // turns are parked, and checks that no turn is lost, no non-idempotent
 // tool runs twice, and every large payload can be read from either
-// worker's side and replayed.
+// worker's side and replayed. A nats-server carries live events from the
+// workers to two gateways (live_test.go).
 func TestCluster(t *testing.T) {
 	if os.Getenv(enableVar) == "" {
 		t.Skip("run with make test-cluster")
 	}
 	began := time.Now()
 	bin := binDir()
-	for _, name := range []string{"temporal-server", "temporal-sql-tool", "temporal", "weed"} {
+	for _, name := range []string{"temporal-server", "temporal-sql-tool", "temporal", "weed", "nats-server"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
 			prerequisite(t, "%s is not built in %s (make test-cluster builds it with internal/tests/cluster/bins.sh)", name, bin)
 		}
@@ -83,8 +84,8 @@ func TestCluster(t *testing.T) {
 
 	// Our own programs, built from this tree.
 	progs := t.TempDir()
-	run(t, ctx, nil, "go", "build", "-o", progs, "../../../cmd/clusterworker", "../../../starter", "../../../cmd/healthcheck")
-	t.Logf("built the worker and the starter in %s", time.Since(began).Round(time.Second))
+	run(t, ctx, nil, "go", "build", "-o", progs, "../../../cmd/clusterworker", "../../../starter", "../../../cmd/healthcheck", "../../../cmd/gateway")
+	t.Logf("built the worker, the starter and the gateway in %s", time.Since(began).Round(time.Second))
 
 	// PostgreSQL, then the schema, with the script compose runs.
 	phase := time.Now()
@@ -109,14 +110,20 @@ func TestCluster(t *testing.T) {
 	sw := startSeaweed(t, logDir, filepath.Join(bin, "weed"))
 	t.Logf("SeaweedFS S3 at %s in %s", sw.endpoint, time.Since(phase).Round(time.Second))
 
+	// NATS with JetStream, for live events: workers publish to it, the
+	// gateways read from it.
+	natsURL := startNATS(t, logDir, filepath.Join(bin, "nats-server"))
+	t.Logf("nats-server at %s", natsURL)
+
 	// Two workers with disks of their own; only the bucket is shared.
 	work := t.TempDir()
 	ledgerPath := filepath.Join(work, "ledger.jsonl")
 	scripts := filepath.Join(work, "scripts")
 	require.NoError(t, os.MkdirAll(scripts, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(scripts, "cluster.json"), []byte(fmt.Sprintf(script, slowMillis)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(scripts, "live.json"), []byte(fmt.Sprintf(liveScript, liveReply)), 0o644))
 	common := append([]string{
-		"TEMPORAL_ADDRESS=" + srv.address, "TEMPORAL_NAMESPACE=" + namespace, "TOLLGATE_TASK_QUEUE=" + taskQueue,
+		"TEMPORAL_ADDRESS=" + srv.address, "TEMPORAL_NAMESPACE=" + namespace, "TOLLGATE_TASK_QUEUE=" + taskQueue, "TOLLGATE_NATS_URL=" + natsURL,
 	}, sw.env()...)
 	workers := map[string]*workerProc{}
 	for _, name := range []string{"a", "b"} {
@@ -243,6 +250,17 @@ func TestCluster(t *testing.T) {
 		}
 	}
 
+	// Live events: a turn started on one gateway streams, from whichever
+	// worker runs it, to a watcher on the other gateway.
+	phase = time.Now()
+	live := checkLiveEvents(t, ctx, logDir, work, filepath.Join(progs, "gateway"), common, srv.address)
+	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+	liveRes, err := tc.Result(rctx, liveTurn)
+	rcancel()
+	require.NoError(t, err, "result of %s", liveTurn)
+	require.Equal(t, liveRes.Text, live.reply, "the streamed deltas add up to the text of the turn's result")
+	t.Logf("a watcher on gateway-b read %s's reply in %d text deltas, started on gateway-a, in %s", liveTurn, live.deltas, time.Since(phase).Round(time.Second))
+
 	// No non-idempotent tool ran twice; the calls the kill interrupted
 	// say their outcome is unknown. The ledger read at the kill is only a
 	// lower bound of what was in flight: the server may have handed the
@@ -346,8 +364,8 @@ func TestCluster(t *testing.T) {
 	require.Contains(t, replayed, fmt.Sprintf("%d of %d replayed cleanly", turns, turns), replayed)
 	t.Logf("payload reads in %s", time.Since(phase).Round(time.Second))
 
-	summary := fmt.Sprintf("cluster: %d turns, %d lost, %d non-idempotent runs twice; killed worker %s mid-tool (%d slow_once in flight, %d ended outcome unknown) and the Temporal server while %d turns were parked; %d payload reads of 200 KiB from both workers' sides (%d on the side that did not write them), %d histories replayed from the other worker's side; %s in all",
-		turns, lost, twice, victim, len(inFlight), unknown, turns, reads, crossReads, turns, time.Since(began).Round(time.Second))
+	summary := fmt.Sprintf("cluster: %d turns, %d lost, %d non-idempotent runs twice; killed worker %s mid-tool (%d slow_once in flight, %d ended outcome unknown) and the Temporal server while %d turns were parked; %d payload reads of 200 KiB from both workers' sides (%d on the side that did not write them), %d histories replayed from the other worker's side; a turn started on one gateway streamed %d text deltas through nats-server to a watcher on the other; %s in all",
+		turns, lost, twice, victim, len(inFlight), unknown, turns, reads, crossReads, turns, live.deltas, time.Since(began).Round(time.Second))
 	t.Log(summary)
 	fmt.Println(summary)
 	require.Zero(t, lost)

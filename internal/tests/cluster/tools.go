@@ -4,8 +4,8 @@
 // outside the workers, so the test can count what ran and where.
 //
 // The test itself (cluster_test.go) runs only under `make test-cluster`:
-// PostgreSQL, the Temporal server binary, SeaweedFS and two worker
-// processes, killed and restarted. See docs/deployment.md, "Proof: make
+// PostgreSQL, the Temporal server binary, SeaweedFS, nats-server, two
+// worker processes, killed and restarted, and two gateways. See docs/deployment.md, "Proof: make
 // test-cluster".
 package cluster
 
