@@ -1,10 +1,7 @@
 package anthropic
 
 import (
-	"encoding/json"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/model/compact/compacttest"
 	"github.com/tollgate-dev/tollgate/results"
@@ -14,55 +11,21 @@ import (
 // conversation as this provider sends it and checks the API's rules on
 // tool calls and their results.
 func TestCompactedConversationPairsToolCalls(t *testing.T) {
-	require.Error(t, compacttest.Check(compactTurns(t, compacttest.Broken()), compactRules), "the check catches a result without its call")
-	for _, c := range compacttest.Cases() {
-		t.Run(c.Name, func(t *testing.T) {
-			require.NoError(t, compacttest.Check(compactTurns(t, c.Messages), compactRules))
-		})
-	}
+	compacttest.Run(t, compacttest.Rules{Alternate: true}, compactTurns)
 }
-
-// wire decodes v's JSON encoding into a generic tree.
-func wire(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	var out any
-	require.NoError(t, json.Unmarshal(b, &out))
-	return out
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func list(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
-
-func obj(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
-var _ = results.RoleUser
-
-var compactRules = compacttest.Rules{Alternate: true}
 
 func compactTurns(t *testing.T, msgs []results.Message) []compacttest.Turn {
 	_, params := toMessages("", msgs)
 	var out []compacttest.Turn
 	for _, m := range params {
-		w := obj(wire(t, m))
-		turn := compacttest.Turn{Role: str(w["role"])}
-		for _, b := range list(w["content"]) {
-			switch block := obj(b); str(block["type"]) {
+		w := compacttest.Wire(t, m)
+		turn := compacttest.Turn{Role: compacttest.Str(w["role"])}
+		for _, b := range compacttest.List(w["content"]) {
+			switch block := compacttest.Obj(b); compacttest.Str(block["type"]) {
 			case "tool_use":
-				turn.Calls = append(turn.Calls, str(block["id"]))
+				turn.Calls = append(turn.Calls, compacttest.Str(block["id"]))
 			case "tool_result":
-				turn.Answers = append(turn.Answers, str(block["tool_use_id"]))
+				turn.Answers = append(turn.Answers, compacttest.Str(block["tool_use_id"]))
 			}
 		}
 		out = append(out, turn)

@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,60 +14,26 @@ import (
 // conversation as this provider sends it and checks the API's rules on
 // tool calls and their results.
 func TestCompactedConversationPairsToolCalls(t *testing.T) {
-	require.Error(t, compacttest.Check(compactTurns(t, compacttest.Broken()), compactRules), "the check catches a result without its call")
-	for _, c := range compacttest.Cases() {
-		t.Run(c.Name, func(t *testing.T) {
-			require.NoError(t, compacttest.Check(compactTurns(t, c.Messages), compactRules))
-		})
-	}
+	compacttest.Run(t, compacttest.Rules{Alternate: true}, compactTurns)
 }
-
-// wire decodes v's JSON encoding into a generic tree.
-func wire(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	var out any
-	require.NoError(t, json.Unmarshal(b, &out))
-	return out
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func list(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
-
-func obj(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
-var _ = results.RoleUser
-
-var compactRules = compacttest.Rules{Alternate: true}
 
 func compactTurns(t *testing.T, msgs []results.Message) []compacttest.Turn {
 	contents, _, err := Params(model.Request{Model: "m", Messages: msgs})
 	require.NoError(t, err)
 	var out []compacttest.Turn
 	for _, c := range contents {
-		w := obj(wire(t, c))
-		turn := compacttest.Turn{Role: str(w["role"])}
+		w := compacttest.Wire(t, c)
+		turn := compacttest.Turn{Role: compacttest.Str(w["role"])}
 		if turn.Role == "model" {
 			turn.Role = "assistant"
 		}
-		for _, p := range list(w["parts"]) {
-			part := obj(p)
-			if fc := obj(part["functionCall"]); fc != nil {
-				turn.Calls = append(turn.Calls, str(fc["id"]))
+		for _, p := range compacttest.List(w["parts"]) {
+			part := compacttest.Obj(p)
+			if fc := compacttest.Obj(part["functionCall"]); fc != nil {
+				turn.Calls = append(turn.Calls, compacttest.Str(fc["id"]))
 			}
-			if fr := obj(part["functionResponse"]); fr != nil {
-				turn.Answers = append(turn.Answers, str(fr["id"]))
+			if fr := compacttest.Obj(part["functionResponse"]); fr != nil {
+				turn.Answers = append(turn.Answers, compacttest.Str(fr["id"]))
 			}
 		}
 		out = append(out, turn)

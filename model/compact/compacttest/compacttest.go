@@ -5,8 +5,12 @@
 package compacttest
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/model/compact"
 	"github.com/tollgate-dev/tollgate/results"
@@ -144,4 +148,45 @@ func Broken() []results.Message {
 	conv := Conversation()
 	// Drop the assistant message of c1 and c2, keep their results.
 	return append([]results.Message{conv[0], conv[1]}, conv[3:]...)
+}
+
+// Run is a provider's pairing test: encode is the provider's encoding of
+// a conversation, read back as turns. Every cut that Cases makes must
+// pass Check under r, and Broken must fail it, so the check is known to
+// look.
+func Run(t *testing.T, r Rules, encode func(*testing.T, []results.Message) []Turn) {
+	t.Helper()
+	require.Error(t, Check(encode(t, Broken()), r), "the check catches a result without its call")
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			require.NoError(t, Check(encode(t, c.Messages), r))
+		})
+	}
+}
+
+// Wire is v's JSON encoding read back as a generic object, for reading a
+// provider's wire format without its SDK's types.
+func Wire(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
+}
+
+// Str, List and Obj read a Wire tree; a missing or other value is empty.
+func Str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func List(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func Obj(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
