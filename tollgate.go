@@ -219,11 +219,11 @@ func NewPlugin(opts Options) (*Plugin, error) {
 	}
 	p.features = opts.features()
 	if len(opts.Rules) > 0 {
-		set, err := compileRules(opts.Rules, acts.Tools)
+		rules, err := newLiveRules(opts.Rules, acts.Tools)
 		if err != nil {
 			return nil, err
 		}
-		p.features.Rules, p.features.Policy, p.skippedRules = true, set, set.Skipped
+		p.features.Rules, p.features.Policy, p.skippedRules = true, rules, rules.start.Skipped
 	}
 	if len(opts.Agents) > 0 {
 		if err := workflows.ValidateAgents(opts.Agents, func(name string) bool { _, ok := acts.Tools.Get(name); return ok }); err != nil {
@@ -317,20 +317,6 @@ func newPlugin(blobs *blobstore.Store, acts *activities.Activities, keys *codec.
 		return nil, fmt.Errorf("tollgate: build the plugin: %w", err)
 	}
 	return p, nil
-}
-
-// compileRules checks the approval rules against the worker's tools.
-func compileRules(rules []policy.Rule, reg *tool.Registry) (*policy.Set, error) {
-	var tools []policy.Tool
-	for _, s := range reg.Specs() {
-		tools = append(tools, policy.Tool{Name: s.Name, Schema: s.Schema, Approval: string(s.Approval),
-			Idempotent: s.Idempotent, Concurrent: s.Concurrent, Workspace: s.Workspace, Local: s.Local, Previews: s.Previews})
-	}
-	set, err := policy.Compile(rules, tools)
-	if err != nil {
-		return nil, fmt.Errorf("tollgate: approval rules: %w", err)
-	}
-	return set, nil
 }
 
 // SkippedRules says which approval rules name tools this worker does not

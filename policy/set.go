@@ -257,6 +257,12 @@ func (s *Set) Len(tool string) int {
 	return len(s.byTool[tool].rules)
 }
 
+// Knows reports whether tool was among the tools s was compiled for.
+func (s *Set) Knows(tool string) bool {
+	_, ok := s.byTool[tool]
+	return ok
+}
+
 // Decide applies the rules to one call. Precedence: a matching deny beats
 // everything; otherwise the first matching require_approval holds;
 // otherwise a matching allow; otherwise no decision. A rule that fails to
