@@ -126,13 +126,19 @@ func DiscoverMCP(ctx context.Context, id string, ch MCPChallenge, cl MCPClient) 
 	return discoverMCP(ctx, id, ch, cl, true)
 }
 
+// clientOrDefault is c, or for nil a client whose requests to an
+// authorization server give up after 30 seconds.
+func clientOrDefault(c *http.Client) *http.Client {
+	if c == nil {
+		return &http.Client{Timeout: 30 * time.Second}
+	}
+	return c
+}
+
 // discoverMCP is DiscoverMCP; a client that gets tokens for itself has
 // no authorization code to protect and needs no PKCE.
 func discoverMCP(ctx context.Context, id string, ch MCPChallenge, cl MCPClient, pkce bool) (Registration, error) {
-	c := cl.HTTPClient
-	if c == nil {
-		c = &http.Client{Timeout: 30 * time.Second}
-	}
+	c := clientOrDefault(cl.HTTPClient)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	server, err := url.Parse(ch.ServerURL)
@@ -430,10 +436,7 @@ type ClientCredentials struct {
 // and asks it for a token of the client's own, for the server as the
 // resource.
 func ClientCredentialsToken(ctx context.Context, ch MCPChallenge, cc ClientCredentials) (*oauth2.Token, error) {
-	c := cc.HTTPClient
-	if c == nil {
-		c = &http.Client{Timeout: 30 * time.Second}
-	}
+	c := clientOrDefault(cc.HTTPClient)
 	if cc.ClientID == "" || (cc.ClientSecret == "" && cc.PrivateKeyPEM == "") {
 		return nil, errors.New("a client_credentials client needs a client id and a secret or a private key")
 	}

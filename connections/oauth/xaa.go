@@ -51,10 +51,7 @@ type IdentityAssertion struct {
 // exchanges the ID token for an ID-JAG for that authorization server and
 // the server as the resource, and trades the ID-JAG for an access token.
 func IdentityAssertionToken(ctx context.Context, ch MCPChallenge, ia IdentityAssertion) (*oauth2.Token, error) {
-	c := ia.HTTPClient
-	if c == nil {
-		c = &http.Client{Timeout: 30 * time.Second}
-	}
+	c := clientOrDefault(ia.HTTPClient)
 	if ia.ClientID == "" || ia.ClientSecret == "" || ia.IDToken == "" {
 		return nil, errors.New("cross-app access needs a client id, a client secret and an ID token")
 	}
