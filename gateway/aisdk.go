@@ -79,6 +79,10 @@ func (a *aisdkWriter) textID(call string) string {
 	return call
 }
 
+func (a *aisdkWriter) appendEvent(dst []byte, ev stream.Event) []byte {
+	return append(dst, a.event(ev)...)
+}
+
 func (a *aisdkWriter) event(ev stream.Event) string {
 	var b strings.Builder
 	switch ev.Type {

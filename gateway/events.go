@@ -33,6 +33,12 @@ const (
 	// closedTurnIdle ends the stream of a turn that had already ended
 	// when no more events come: what was kept has been sent.
 	closedTurnIdle = 2 * time.Second
+	// eventsPerFlush bounds how many events a watcher's stream holds
+	// back before flushing them.
+	eventsPerFlush = 8
+	// eventsBufferKept: a watcher keeps its write buffer between flushes
+	// up to this size, so that an idle one holds little.
+	eventsBufferKept = 4 << 10
 )
 
 // AISDKHeader is the header the Vercel AI SDK's UI message stream
@@ -52,7 +58,8 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 // eventWriter writes events in one of the two formats.
 type eventWriter interface {
 	start() string
-	event(ev stream.Event) string
+	// appendEvent appends ev as the format writes it to dst.
+	appendEvent(dst []byte, ev stream.Event) []byte
 	// end is what closes a stream that is complete (the turn ended).
 	end() string
 	lagged(after uint64) string
@@ -109,19 +116,27 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 	}
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	// put writes without flushing; write flushes too. Events that are
-	// already waiting go out in one flush, which is what keeps a fast
-	// reply cheap for many watchers.
-	put := func(s string) bool {
-		if s == "" {
+	// Events that are already waiting go out in one write and one flush,
+	// which is what keeps a fast reply cheap for many watchers: pending
+	// collects them, at most eventsPerFlush, so that a watcher that never
+	// finds its hand-over empty still gets the first of them soon.
+	var pending []byte
+	queued := 0
+	flush := func() bool {
+		if len(pending) == 0 {
 			return true
 		}
 		_ = rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
-		_, err := w.Write([]byte(s))
-		return err == nil
+		_, err := w.Write(pending)
+		pending, queued = pending[:0], 0
+		if cap(pending) > eventsBufferKept {
+			pending = nil
+		}
+		return err == nil && rc.Flush() == nil
 	}
 	write := func(s string) bool {
-		return put(s) && rc.Flush() == nil
+		pending = append(pending, s...)
+		return flush()
 	}
 	if !write(out.start()) {
 		return
@@ -145,13 +160,12 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 				}
 				return
 			}
-			if len(sub.Events()) > 0 && ev.Type != stream.TypeResult {
-				if !put(out.event(ev)) {
-					return
-				}
+			pending = out.appendEvent(pending, ev)
+			queued++
+			if len(sub.Events()) > 0 && queued < eventsPerFlush && ev.Type != stream.TypeResult {
 				continue
 			}
-			if !write(out.event(ev)) {
+			if !flush() {
 				return
 			}
 			if isTurn && ev.Type == stream.TypeResult {
@@ -196,12 +210,16 @@ type sseWriter struct{}
 
 func (sseWriter) start() string { return "retry: 2000\n\n" }
 
-func (sseWriter) event(ev stream.Event) string {
+func (sseWriter) appendEvent(dst []byte, ev stream.Event) []byte {
 	b, err := ev.JSON()
 	if err != nil {
-		return ""
+		return dst
 	}
-	return fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, b)
+	// Appended rather than formatted: this runs for every event and every
+	// watcher, and b is shared by all of them.
+	dst = strconv.AppendUint(append(dst, "id: "...), ev.ID, 10)
+	dst = append(append(append(dst, "\nevent: "...), ev.Type...), "\ndata: "...)
+	return append(append(dst, b...), "\n\n"...)
 }
 
 func (sseWriter) end() string { return "event: end\ndata: {}\n\n" }

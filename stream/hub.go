@@ -24,6 +24,14 @@ const DefaultHubRing = 1024
 // of its own until it is back within reach of the hub, and then reads
 // from the hub again, without a gap or a duplicate.
 //
+// A subscriber that has read everything the ring holds is handed each
+// new event by the goroutine that reads the consumer, every such
+// subscriber one event before any gets the next: with a hundred watchers
+// of a fast reply, the last watcher's first token waits for ninety-nine
+// hand-overs, not for ninety-nine watchers to drain the ring. One whose
+// hand-over is full reads from the ring at its own pace until it is
+// caught up again.
+//
 // Memory stays bounded: the hub holds at most its ring of events per
 // filter, each subscriber at most its buffer, and a subscriber that
 // leaves a full buffer untaken for Config.SlowReader is closed with a
@@ -70,10 +78,22 @@ type topic struct {
 	// dropped: the ring has let old events go, so from is the id of a
 	// real event rather than where the consumer started (see caughtUp).
 	dropped bool
-	// wake is closed when events arrive or the consumer ends.
-	wake chan struct{}
+	// live are the subscribers that are caught up: add hands them each
+	// new event itself.
+	live []*member
 	err  error
 	refs int
+}
+
+// member is a caught-up subscriber. While it is in its topic's live list,
+// only add sends on its channel; its own goroutine waits for out.
+type member struct {
+	s *Subscription
+	// cursor is the id of the last event handed over.
+	cursor uint64
+	// out is closed when add stops handing events over (the hand-over
+	// was full) or the topic ends.
+	out chan struct{}
 }
 
 // Subscribe delivers the events that match f with ids after after, as
@@ -125,7 +145,7 @@ func (h *Hub) acquire(ctx context.Context, f Filter, after uint64) (*topic, erro
 	h.mu.Lock()
 	t := h.topics[f]
 	if t == nil {
-		t = &topic{f: f, ready: make(chan struct{}), from: after, wake: make(chan struct{})}
+		t = &topic{f: f, ready: make(chan struct{}), from: after}
 		h.topics[f] = t
 		t.refs++
 		h.mu.Unlock()
@@ -224,8 +244,21 @@ func (t *topic) add(ev Event, capacity int) {
 	}
 	t.events[(t.head+t.len)%len(t.events)] = ev
 	t.len++
-	close(t.wake)
-	t.wake = make(chan struct{})
+	// Breadth first, without blocking: a subscriber whose hand-over is
+	// full leaves the list and reads from the ring instead.
+	for i := 0; i < len(t.live); {
+		m := t.live[i]
+		select {
+		case m.s.events <- ev:
+			m.cursor = ev.ID
+			i++
+		default:
+			close(m.out)
+			last := len(t.live) - 1
+			t.live[i], t.live[last] = t.live[last], nil
+			t.live = t.live[:last]
+		}
+	}
 }
 
 func (t *topic) at(i int) Event { return t.events[(t.head+i)%len(t.events)] }
@@ -235,26 +268,53 @@ func (t *topic) end(err error) {
 	defer t.mu.Unlock()
 	if t.err == nil {
 		t.err = err
-		close(t.wake)
-		t.wake = make(chan struct{})
+		for _, m := range t.live {
+			close(m.out)
+		}
+		clear(t.live)
+		t.live = t.live[:0]
 	}
 }
 
-// since copies up to max of the events after cursor into out. covered is
-// false when the ring no longer holds the event after cursor (or never
-// did): the caller reads from JetStream instead. wake is closed when
-// there is more to read; err is why the topic ended, once it has.
-func (t *topic) since(cursor uint64, out []Event, limit int) (evs []Event, covered bool, wake chan struct{}, err error) {
+// leave takes m off the live list if it is still on it and returns the
+// id of the last event it was handed.
+func (t *topic) leave(m *member) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, o := range t.live {
+		if o == m {
+			last := len(t.live) - 1
+			t.live[i], t.live[last] = t.live[last], nil
+			t.live = t.live[:last]
+			break
+		}
+	}
+	return m.cursor
+}
+
+// since copies up to limit of the events after cursor into out. covered
+// is false when the ring no longer holds the event after cursor (or
+// never did): the caller reads from JetStream instead. When there is
+// nothing after cursor and the topic goes on, m joins the live list at
+// cursor (joined): add hands it the next events, in the same critical
+// section that decided there were none, so none is missed. err is why
+// the topic ended, once it has.
+func (t *topic) since(cursor uint64, out []Event, limit int, m *member) (evs []Event, covered, joined bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if cursor < t.from {
-		return out, false, t.wake, t.err
+		return out, false, false, t.err
 	}
 	i := sort.Search(t.len, func(i int) bool { return t.at(i).ID > cursor })
 	for ; i < t.len && len(out) < limit; i++ {
 		out = append(out, t.at(i))
 	}
-	return out, true, t.wake, t.err
+	if len(out) == 0 && t.err == nil {
+		m.cursor, m.out = cursor, make(chan struct{})
+		t.live = append(t.live, m)
+		return out, true, true, nil
+	}
+	return out, true, false, t.err
 }
 
 // caughtUp reports whether a subscriber at cursor, whose own consumer has
@@ -281,13 +341,27 @@ const hubHandoff = 8
 const followBatch = 16
 
 // follow delivers the topic's events after cursor to s until ctx ends,
-// the topic ends, or the reader lags.
+// the topic ends, or the reader lags: from the ring or JetStream while s
+// is behind, and by the hub's own hand while it is caught up.
 func (s *Subscription) follow(ctx context.Context, h *Hub, t *topic, cursor uint64) {
 	defer close(s.done)
 	defer close(s.events)
+	m := &member{s: s}
+	// Off the live list before the channel closes: add never sends on a
+	// closed channel.
+	defer t.leave(m)
 	var batch []Event
 	for {
-		evs, covered, wake, err := t.since(cursor, batch[:0], followBatch)
+		evs, covered, joined, err := t.since(cursor, batch[:0], followBatch, m)
+		if joined {
+			select {
+			case <-m.out:
+				cursor = t.leave(m)
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
 		if !covered {
 			var ok bool
 			if cursor, ok = s.catchUp(ctx, h, t, cursor); !ok {
@@ -308,11 +382,6 @@ func (s *Subscription) follow(ctx context.Context, h *Hub, t *topic, cursor uint
 		}
 		if err != nil {
 			s.fail(err)
-			return
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
 			return
 		}
 	}

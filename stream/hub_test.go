@@ -212,3 +212,77 @@ func TestHubAllStartsAtTheNewestEvent(t *testing.T) {
 	require.Equal(t, "after", next(t, late).Text)
 	require.Equal(t, "after", next(t, s).Text)
 }
+
+// live is how many of f's subscribers the hub hands events to itself.
+func live(h *Hub, f Filter) int {
+	h.mu.Lock()
+	t := h.topics[f]
+	h.mu.Unlock()
+	if t == nil {
+		return -1
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.live)
+}
+
+// Caught-up subscribers are handed each event by the goroutine that reads
+// the consumer, all of them one event before any gets the next; one whose
+// hand-over fills reads from the ring until it is caught up, then is
+// handed events again, without a gap or a duplicate either way.
+func TestHubHandsEventsToCaughtUpSubscribersAndTakesBackThoseThatFellBehind(t *testing.T) {
+	n := connect(t, embedded(t).URL(), Config{SlowReader: 10 * time.Second})
+	h := NewHub(n, 64)
+	ctx := context.Background()
+	f := Filter{Turn: "t"}
+	subs := make([]*Subscription, 20)
+	for i := range subs {
+		s, err := h.Subscribe(ctx, f, 0, 0)
+		require.NoError(t, err)
+		defer s.Close()
+		subs[i] = s
+	}
+	require.Eventually(t, func() bool { return live(h, f) == len(subs) }, 10*time.Second, 5*time.Millisecond, "idle subscribers are caught up")
+
+	n.Publish(Event{Type: TypeText, Turn: "t", Text: "0"})
+	require.Eventually(t, func() bool {
+		for _, s := range subs {
+			if len(s.Events()) != 1 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "every subscriber holds the event")
+	require.Equal(t, len(subs), live(h, f))
+
+	// More than a hand-over holds, nobody reading: all fall behind.
+	for i := 1; i <= hubHandoff+2; i++ {
+		n.Publish(Event{Type: TypeText, Turn: "t", Text: fmt.Sprint(i)})
+	}
+	require.Eventually(t, func() bool { return live(h, f) == 0 }, 10*time.Second, 5*time.Millisecond, "full hand-overs are taken off the list")
+
+	// Half of them read up: they are caught up and handed events again.
+	got := make([][]string, len(subs))
+	for i, s := range subs[:10] {
+		got[i] = texts(t, s, hubHandoff+3)
+	}
+	require.Eventually(t, func() bool { return live(h, f) == 10 }, 10*time.Second, 5*time.Millisecond, "readers that caught up are back on the list")
+	for i := hubHandoff + 3; i < 40; i++ {
+		n.Publish(Event{Type: TypeText, Turn: "t", Text: fmt.Sprint(i)})
+	}
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		wg.Go(func() {
+			want := 40
+			if i < 10 {
+				want = 40 - len(got[i])
+			}
+			got[i] = append(got[i], texts(t, s, want)...)
+		})
+	}
+	wg.Wait()
+	for i := range subs {
+		require.Equal(t, numbers(0, 40), got[i], "subscriber %d", i)
+	}
+	require.Eventually(t, func() bool { return live(h, f) == len(subs) }, 10*time.Second, 5*time.Millisecond)
+}
