@@ -36,9 +36,6 @@ const (
 	// eventsPerFlush bounds how many events a watcher's stream holds
 	// back before flushing them.
 	eventsPerFlush = 8
-	// eventsBufferKept: a watcher keeps its write buffer between flushes
-	// up to this size, so that an idle one holds little.
-	eventsBufferKept = 4 << 10
 )
 
 // AISDKHeader is the header the Vercel AI SDK's UI message stream
@@ -129,7 +126,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 		_ = rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
 		_, err := w.Write(pending)
 		pending, queued = pending[:0], 0
-		if cap(pending) > eventsBufferKept {
+		if len(sub.Events()) == 0 {
+			// Nothing waits: an idle watcher holds no buffer.
 			pending = nil
 		}
 		return err == nil && rc.Flush() == nil
