@@ -354,6 +354,8 @@ func (s *Subscription) follow(ctx context.Context, h *Hub, t *topic, cursor uint
 	for {
 		evs, covered, joined, err := t.since(cursor, batch[:0], followBatch, m)
 		if joined {
+			// Caught up, perhaps for long: hold no copies meanwhile.
+			batch = nil
 			select {
 			case <-m.out:
 				cursor = t.leave(m)
