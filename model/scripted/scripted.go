@@ -226,6 +226,14 @@ func Parse(name string, data []byte) (*Script, error) {
 		return nil, fmt.Errorf("script %s: pace_ms must be between 0 and 10000", name)
 	}
 	ids := map[string]string{}
+	// A repeated reply's ids are call_<turn>_<call> for each turn it
+	// plays: spans names them without listing them all, since a script
+	// is parsed at every model call.
+	type span struct {
+		first, n, calls int
+		where           string
+	}
+	var spans []span
 	turn := 1
 	for i := range s.Replies {
 		r := &s.Replies[i]
@@ -234,6 +242,24 @@ func Parse(name string, data []byte) (*Script, error) {
 		}
 		r.first = turn
 		turn += max(1, r.Repeat)
+		if r.Repeat > 1 && len(r.ToolCalls) > 0 {
+			spans = append(spans, span{r.first, r.Repeat, len(r.ToolCalls), fmt.Sprintf("script %s, reply %d", name, i+1)})
+		}
+	}
+	inSpan := func(id string) (string, bool) {
+		var t, j int
+		if n, _ := fmt.Sscanf(id, "call_%d_%d", &t, &j); n != 2 || id != fmt.Sprintf("call_%d_%d", t, j) {
+			return "", false
+		}
+		for _, sp := range spans {
+			if t >= sp.first && t < sp.first+sp.n && j >= 1 && j <= sp.calls {
+				return sp.where, true
+			}
+		}
+		return "", false
+	}
+	for i := range s.Replies {
+		r := &s.Replies[i]
 		for j := range r.ToolCalls {
 			c := &r.ToolCalls[j]
 			where := fmt.Sprintf("script %s, reply %d, tool call %d", name, i+1, j+1)
@@ -246,15 +272,15 @@ func Parse(name string, data []byte) (*Script, error) {
 			if c.ID == "" {
 				c.ID = fmt.Sprintf("call_%d_%d", r.first, j+1)
 			}
-			for k := range max(1, r.Repeat) {
-				id := c.ID
-				if k > 0 {
-					id = fmt.Sprintf("call_%d_%d", r.first+k, j+1)
+			if r.Repeat <= 1 {
+				prev, dup := ids[c.ID]
+				if !dup {
+					prev, dup = inSpan(c.ID)
 				}
-				if prev, dup := ids[id]; dup {
-					return nil, fmt.Errorf("%s: id %q is already used by %s", where, id, prev)
+				if dup {
+					return nil, fmt.Errorf("%s: id %q is already used by %s", where, c.ID, prev)
 				}
-				ids[id] = where
+				ids[c.ID] = where
 			}
 			if c.ArgumentsRaw != nil {
 				if len(c.Arguments) > 0 {
