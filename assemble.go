@@ -70,7 +70,7 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 		// A bucket: every chunk read is a round trip.
 		cached = transcriptCacheBytes
 	}
-	transcripts := transcript.New(blobs, transcript.Options{CacheBytes: cached})
+	transcripts := transcript.New(blobs, transcript.Options{CacheBytes: cached, ConversationBytes: conversationCacheBytes})
 	outputs := payloadstore.NewDriver(blobs)
 	return &activities.Activities{
 		Tools:       registry,
@@ -86,6 +86,11 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 // transcriptCacheBytes is how much of the conversations a worker on a
 // remote blob store keeps in memory: some hundreds of long turns.
 const transcriptCacheBytes = 64 << 20
+
+// conversationCacheBytes bounds the long conversations (by their chunks'
+// bytes) a worker keeps decoded, so that a turn's model call costs the
+// same at its ten-thousandth call as at its tenth.
+const conversationCacheBytes = 32 << 20
 
 // checkApart refuses a data directory and a workspace that overlap, before
 // either is created: the model must not read tokens or transcripts through

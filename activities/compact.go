@@ -66,14 +66,19 @@ func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactResul
 	conv := append(history, in.Messages...)
 	keep := in.Window * compact.KeepPercent / 100
 	system, older, recent := compact.Split(conv, keep)
+	nothing := temporal.NewNonRetryableApplicationError("the conversation is a single exchange; compacting cannot shorten it", ErrTypeNothingToCompact, nil)
 	if len(older) == 0 {
-		return CompactResult{}, temporal.NewNonRetryableApplicationError("the conversation is a single exchange; compacting cannot shorten it", ErrTypeNothingToCompact, nil)
+		return CompactResult{}, nothing
 	}
 	res := CompactResult{Compacted: len(older), Kept: len(recent)}
 	var compacted []results.Message
 	switch in.Strategy {
 	case compact.DropOldest:
-		compacted = compact.Dropped(system, len(older), recent)
+		// The task stays: only the exchanges after it can go.
+		compacted, res.Compacted, res.Kept = compact.Drop(conv, keep)
+		if res.Compacted == 0 {
+			return CompactResult{}, nothing
+		}
 	default:
 		summary, err := a.summarize(ctx, in, older)
 		if err != nil {

@@ -82,8 +82,27 @@ func TestCompactDropOldestMakesNoModelCall(t *testing.T) {
 	require.Empty(t, provider.requests)
 	compacted, err := acts.Transcripts.Load(out.Transcript)
 	require.NoError(t, err)
-	require.Len(t, compacted, 4)
-	require.Contains(t, compacted[1].Text(), "15 earlier messages of this conversation were dropped")
+	// The system message, the task, the note and the last exchange.
+	require.Len(t, compacted, 5)
+	require.Equal(t, "Fix the failing tests", compacted[1].Text(), "drop_oldest keeps the task")
+	require.Contains(t, compacted[2].Text(), "14 earlier messages of this conversation were dropped")
+	require.Equal(t, 14, out.Compacted)
+	require.Equal(t, 2, out.Kept)
+}
+
+// drop_oldest has nothing to drop when all that is older than the last
+// exchange is the task.
+func TestCompactDropOldestKeepsTheTaskOrRefuses(t *testing.T) {
+	acts := newModelActivities(t, &fakeProvider{reply: countingReply})
+	conv := []results.Message{
+		results.UserText("the task"),
+		{Role: results.RoleAssistant, ToolCalls: []results.ToolCall{{ID: "c1", Name: "read_file"}}},
+		{Role: results.RoleTool, ToolCallID: "c1", ToolName: "read_file", Parts: []results.Part{results.TextPart("a long file")}},
+	}
+	_, err := newEnv(acts).ExecuteActivity(acts.Compact, CompactInput{TurnID: "t", Model: "fake:m", Messages: conv, Strategy: compact.DropOldest})
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.Equal(t, ErrTypeNothingToCompact, appErr.Type())
 }
 
 func TestCompactRefusesASingleExchange(t *testing.T) {

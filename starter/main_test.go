@@ -401,6 +401,16 @@ func TestStatePrintsCardsAndHowToAnswer(t *testing.T) {
 	assert.Equal(t, 1, got.InvalidSignals)
 }
 
+// A long turn's state shows its recent cards and counts the others.
+func TestStateOfALongTurnCountsTheCardsNotShown(t *testing.T) {
+	s := workflows.State{Status: workflows.StatusRunning, Step: 350, Runs: 3,
+		Cards:   []results.Card{succeeded(results.Card{CallID: "call_350_1", Tool: "read_file", Arguments: json.RawMessage(`{}`)}, "the notes")},
+		Omitted: &workflows.CardCounts{Total: 349, ByState: map[results.State]int{results.StateSucceeded: 348, results.StateFailed: 1}}}
+	o := newHarness(t, newFake(s)).run("", "state", "T")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "turn T: running, step 350, 350 call(s) in 3 runs\n  349 earlier call(s) not shown (1 failed, 348 succeeded); the last 1 follow\n")
+}
+
 func TestStateOfAFailedTurnSaysWhy(t *testing.T) {
 	o := newHarness(t, newFake(workflows.State{Status: workflows.StatusFailed, Error: "the turn could not start: unknown tool(s) nope"})).run("", "state", "T")
 	require.Equal(t, 0, o.code, o.stderr)

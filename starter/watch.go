@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,9 +48,25 @@ func (c *cli) cmdState(ctx context.Context, args []string) error {
 // one line per card, and under each waiting card the commands that
 // answer it.
 func printState(w io.Writer, id string, s workflows.State) {
-	fmt.Fprintf(w, "turn %s: %s, step %d, %d call(s)\n", id, s.Status, s.Step, len(s.Cards))
+	total := len(s.Cards)
+	if s.Omitted != nil {
+		total += s.Omitted.Total
+	}
+	fmt.Fprintf(w, "turn %s: %s, step %d, %d call(s)", id, s.Status, s.Step, total)
+	if s.Runs > 1 {
+		fmt.Fprintf(w, " in %d runs", s.Runs)
+	}
+	fmt.Fprintln(w)
 	if s.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", s.Error)
+	}
+	if s.Omitted != nil && s.Omitted.Total > 0 {
+		// A long turn shows its recent cards; the others are counted.
+		var counts []string
+		for _, st := range slices.Sorted(maps.Keys(s.Omitted.ByState)) {
+			counts = append(counts, fmt.Sprintf("%d %s", s.Omitted.ByState[st], st))
+		}
+		fmt.Fprintf(w, "  %d earlier call(s) not shown (%s); the last %d follow\n", s.Omitted.Total, strings.Join(counts, ", "), len(s.Cards))
 	}
 	for _, card := range s.Cards {
 		fmt.Fprintf(w, "  %-18s %s\n", card.State, card.Summary())

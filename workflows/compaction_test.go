@@ -132,7 +132,7 @@ func TestStillTooLongAfterCompactionFails(t *testing.T) {
 
 // drop_oldest, triggered by the threshold: before a call that would pass
 // 80% of policy.context_tokens the oldest exchanges are dropped whole,
-// with no model call, and the model is told how many.
+// with no model call, and the model is told how many; the task stays.
 func TestDropOldestCompactsBeforeTheWindowIsReached(t *testing.T) {
 	h := newHarness(t)
 	scriptedWindow(h, 0, oneEchoPerStep(4)...)
@@ -147,14 +147,18 @@ func TestDropOldestCompactsBeforeTheWindowIsReached(t *testing.T) {
 		checkPaired(t, r.Messages)
 		require.Equal(t, results.RoleUser, r.Messages[0].Role, "request %d opens with a user message", i)
 		if i > 1 {
-			require.True(t, strings.HasSuffix(r.Messages[0].Text(), "were dropped to fit the model's context window.]"), "request %d: %q", i, r.Messages[0].Text())
-			require.LessOrEqual(t, len(r.Messages), 5, "request %d holds the note and at most two steps", i)
+			// The task is never dropped: it opens the conversation, then
+			// the note of what was dropped.
+			require.Equal(t, "p", r.Messages[0].Text(), "request %d keeps the task", i)
+			require.True(t, strings.HasSuffix(r.Messages[1].Text(), "were dropped to fit the model's context window.]"), "request %d: %q", i, r.Messages[1].Text())
+			require.LessOrEqual(t, len(r.Messages), 6, "request %d holds the task, the note and at most two steps", i)
 		}
 	}
 	whole, err := h.store.Load(res.FullHead)
 	require.NoError(t, err)
 	require.Equal(t, res.Messages, whole)
-	require.Equal(t, 40*(1+3+5+5+5), res.Usage.InputTokens)
+	// After the first two calls: the task, the note and the last step.
+	require.Equal(t, 40*(1+3+4+4+4), res.Usage.InputTokens)
 }
 
 func TestCompactionPolicyIsValidated(t *testing.T) {

@@ -32,6 +32,7 @@ func main() {
 	flag.BoolVar(&cfg.Configs, "configs", cfg.Configs, "compare the server's default dynamic config with the tuned one")
 	flag.BoolVar(&cfg.Micro, "micro", cfg.Micro, "run the micro benchmarks")
 	flag.IntVar(&cfg.Gateway, "gateway", cfg.Gateway, "turns parked for the gateway benchmark (8); 0 skips it")
+	flag.IntVar(&cfg.ManyCalls.Calls, "many-calls", cfg.ManyCalls.Calls, "tool calls of benchmark 10's long turn; 0 skips it")
 	flag.StringVar(&cfg.Only, "only", "", "run just these benchmarks, by number, comma-separated (\"1,4\"); the report then has their rows only")
 	flag.StringVar(&cfg.Profiles, "profiles", "", "also write the raw CPU and heap profiles to this directory")
 	flag.Parse()
@@ -58,6 +59,7 @@ func main() {
 		cfg.Reps, cfg.CallReps, cfg.Calls, cfg.ResumeSamples, cfg.Parked, cfg.Cache, cfg.Total, cfg.InFlight = 2, 3, 3, 5, 100, 20, 20, 10
 		cfg.EagerSamples = 5
 		cfg.Gateway = 100
+		cfg.ManyCalls = bench.ManyCallsConfig{Calls: 300, ShortCalls: 30, ShortReps: 1, SampleEvery: time.Second}
 	}
 	cfg.Log = os.Stderr
 

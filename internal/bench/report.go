@@ -58,12 +58,14 @@ type measurements struct {
 	History    *historyRuns
 	// Parked is benchmark 3: Tollgate, bare.
 	Parked   [2]*Parked
-	Recovery *Recovery          // nil when not run
-	Sessions *Sessions          // nil when not run
-	Gateway  *Gateway           // nil when not run
-	Micros   []microResult      // nil when not run
-	Configs  []configRow        // in configs() order; nil when not compared
-	Waits    *lostNotifications // with Configs
+	Recovery *Recovery // nil when not run
+	Sessions *Sessions // nil when not run
+	// ManyCalls is benchmark 10; nil when not run.
+	ManyCalls *ManyCalls
+	Gateway   *Gateway           // nil when not run
+	Micros    []microResult      // nil when not run
+	Configs   []configRow        // in configs() order; nil when not compared
+	Waits     *lostNotifications // with Configs
 
 	Elapsed time.Duration
 	Repolls int64
@@ -127,6 +129,7 @@ type report struct {
 	Recovery   *recoveryReport
 	Sessions   *sessionReport
 	Gateway    *gatewayReport
+	ManyCalls  *manyCallsReport
 	// Missed is whether any goal was missed.
 	Missed bool
 }
@@ -183,6 +186,10 @@ func newReport(m *measurements) *report {
 	if m.Sessions != nil {
 		r.Sessions = newSessionReport(m.Sessions)
 		r.Missed = r.Missed || !r.Sessions.Met()
+	}
+	if m.ManyCalls != nil {
+		r.ManyCalls = newManyCallsReport(m.ManyCalls)
+		r.Missed = r.Missed || !r.ManyCalls.Met()
 	}
 	if m.Gateway != nil {
 		r.Gateway = newGatewayReport(m.Gateway)
@@ -718,3 +725,52 @@ func bytesOf(n any) (string, error) {
 	}
 	return "", fmt.Errorf("bytes: %T is not a byte count", n)
 }
+
+// manyCallsReport is benchmark 10.
+type manyCallsReport struct {
+	*ManyCalls
+	Largest                       RunSize
+	MaxEvents                     int
+	PerCall, ShortPerCall, BarePC time.Duration
+	Ratio, BareRatio              float64
+	// MemFirst is the worker's memory at the first sample after the
+	// first continue-as-new; PeakHeap and PeakAnon the most from then
+	// on, over MemSamples samples; HeapGrowth and AnonGrowth their ratios.
+	MemOK                  bool
+	MemFirst               Mem
+	PeakHeap, PeakAnon     uint64
+	MemSamples             int
+	HeapGrowth, AnonGrowth float64
+	MetAnswered, MetSize   bool
+	MetTime, MetMem        bool
+}
+
+// The goals of benchmark 10: the largest run's history, the time a call
+// against a short turn's, and the worker's memory after the first
+// continue-as-new, its peak over the first sample's.
+const (
+	ManyCallsEventsGoal = 10_000
+	ManyCallsBytesGoal  = 10 << 20
+	ManyCallsTimeGoal   = 1.1
+	ManyCallsMemGoal    = 1.25
+)
+
+func newManyCallsReport(m *ManyCalls) *manyCallsReport {
+	r := &manyCallsReport{ManyCalls: m, Largest: m.Largest(), MaxEvents: m.MaxEvents(),
+		PerCall: m.PerCall(), ShortPerCall: m.ShortPerCall(), BarePC: m.BarePerCall()}
+	r.Ratio = ratio(float64(r.PerCall), float64(r.ShortPerCall))
+	r.BareRatio = ratio(float64(r.PerCall), float64(r.BarePC))
+	r.MemFirst, r.PeakHeap, r.PeakAnon, r.MemSamples, r.MemOK = m.MemAfter()
+	if r.MemOK {
+		r.HeapGrowth = ratio(float64(r.PeakHeap), float64(r.MemFirst.HeapLive))
+		r.AnonGrowth = ratio(float64(r.PeakAnon), float64(r.MemFirst.RSSAnon))
+	}
+	r.MetAnswered = m.Answered == m.Calls && m.ToolCalls == m.Calls
+	r.MetSize = r.MaxEvents <= ManyCallsEventsGoal && r.Largest.Bytes <= ManyCallsBytesGoal
+	r.MetTime = r.Ratio <= ManyCallsTimeGoal
+	r.MetMem = r.MemOK && r.HeapGrowth <= ManyCallsMemGoal && r.AnonGrowth <= ManyCallsMemGoal
+	return r
+}
+
+// Met reports whether every goal of benchmark 10 was met.
+func (r *manyCallsReport) Met() bool { return r.MetAnswered && r.MetSize && r.MetTime && r.MetMem }

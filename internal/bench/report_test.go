@@ -188,10 +188,28 @@ func cannedMisses() *measurements {
 			{Name: "both (used below): " + describe(TunedDynamicConfig()), BareHop: msD(5.82), CallHop: msD(13.9), Dispatch: msD(1.17), BareRate: 73.0, CallRate: 38.4},
 			{Name: "both, SQLite in a file as `worker --dev` keeps it (WAL, synchronous=FULL)", BareHop: msD(14.6), CallHop: msD(29.8), Dispatch: msD(3.47), BareRate: 16.2, CallRate: 9.4},
 		},
-		Waits:   &lostNotifications{N: 40, Interval: time.Second, Threshold: 500 * time.Millisecond, Worst: msD(1003.4), Stalls: [2]int{2, 1}},
-		Elapsed: 226 * time.Second,
-		Repolls: 3,
+		Waits:     &lostNotifications{N: 40, Interval: time.Second, Threshold: 500 * time.Millisecond, Worst: msD(1003.4), Stalls: [2]int{2, 1}},
+		ManyCalls: cannedManyCalls(10000, 81, 20),
+		Elapsed:   226 * time.Second,
+		Repolls:   3,
 	}
+}
+
+// cannedManyCalls is benchmark 10: a turn of calls calls, whose per-call
+// time is perCall ms and whose worker's live heap peaks at peak MiB after
+// 12 MiB at its first continue-as-new.
+func cannedManyCalls(calls int, perCall, peak float64) *ManyCalls {
+	t0 := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	m := &ManyCalls{
+		Calls: calls, ShortCalls: 100, Answered: calls, ToolCalls: calls,
+		Long:  time.Duration(float64(calls) * perCall * float64(time.Millisecond)),
+		Short: msDs(2500, 2600, 2550), Bare: msDs(1700, 1650, 1720),
+		Runs: []RunSize{{Events: 4101, Bytes: 870 << 10, Started: t0}, {Events: 4105, Bytes: 880 << 10, Started: t0.Add(time.Minute)}},
+	}
+	for i, heap := range []float64{10, 12, 13, peak} {
+		m.Mem = append(m.Mem, MemSample{At: t0.Add(time.Duration(i) * 40 * time.Second), Mem: Mem{HeapLive: uint64(heap * (1 << 20)), RSSAnon: uint64(2 * heap * (1 << 20))}})
+	}
+	return m
 }
 
 func cannedPasses() *measurements {
@@ -235,7 +253,8 @@ func cannedPasses() *measurements {
 				Park:   982 * time.Millisecond, Drain: 455 * time.Millisecond, After: mem(9101, 137.40, 15.10, 139.6, 36),
 			},
 		},
-		Elapsed: 41 * time.Second,
+		ManyCalls: cannedManyCalls(10000, 26, 14),
+		Elapsed:   41 * time.Second,
 	}
 }
 

@@ -52,6 +52,8 @@ type Config struct {
 	Profiles string
 	// Sessions sizes benchmark 9; Sessions.Turns 0 skips it.
 	Sessions SessionConfig
+	// ManyCalls sizes benchmark 10; ManyCalls.Calls 0 skips it.
+	ManyCalls ManyCallsConfig
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -61,6 +63,7 @@ func DefaultConfig() Config {
 	c := Config{Reps: 5, CallReps: 15, Calls: 10, ResumeSamples: 100, EagerSamples: 50, Parked: 2000, Cache: 250,
 		Total: 150, InFlight: 50, TPCalls: 3, Configs: true, Micro: true, Recovery: 30, Gateway: 1000, GatewayLists: GatewayLists, Log: io.Discard}
 	c.Sessions = SessionConfig{Turns: 300, PerRun: 100, Samples: 50, Idle: 1000, Cache: 250}
+	c.ManyCalls = ManyCallsConfig{Calls: 10_000, ShortCalls: 100, ShortReps: 3, SampleEvery: 5 * time.Second}
 	return c
 }
 
@@ -226,6 +229,13 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 		}
 	}
 
+	if cfg.ManyCalls.Calls > 0 && want("10") {
+		logf("10. a turn of %d tool calls against turns of %d", cfg.ManyCalls.Calls, cfg.ManyCalls.ShortCalls)
+		if m.ManyCalls, err = e.ManyCalls(ctx, cfg.ManyCalls); err != nil {
+			return "", fmt.Errorf("many calls: %w", err)
+		}
+	}
+
 	if !want("3") {
 		m.Elapsed, m.Repolls = time.Since(started), Repolls.Load()
 		return render(m)
@@ -249,7 +259,7 @@ func Run(ctx context.Context, cfg Config) (string, error) {
 }
 
 // benchmarks are the numbers -only takes.
-var benchmarks = []string{"1", "2", "3", "4", "5", "6", "7", "8", "9"}
+var benchmarks = []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}
 
 // only parses a comma-separated list of benchmark numbers into a test
 // for each; an empty list wants them all.

@@ -79,8 +79,10 @@ func (e *Env) Script(steps, calls int, toolName string, args any) (string, error
 		return "", err
 	}
 	s := scripted.Script{}
-	for i := 0; i < steps; i++ {
-		var r scripted.Reply
+	if steps > 0 {
+		// One reply played steps times: the provider parses the script at
+		// every call, so its size must not grow with the turn's.
+		r := scripted.Reply{Repeat: steps}
 		for j := 0; j < calls; j++ {
 			r.ToolCalls = append(r.ToolCalls, scripted.ToolCall{Name: toolName, Arguments: raw})
 		}

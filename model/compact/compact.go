@@ -72,16 +72,28 @@ func messageBytes(m results.Message) int {
 
 // units splits msgs into the pieces compaction keeps or removes whole:
 // an assistant message with tool calls together with the tool messages
-// that follow it, and every other message on its own. Each unit is the
-// index of its first message; the next unit's start ends it.
+// that answer it, and every other message on its own. Each unit is the
+// index of its first message; the next unit's start ends it. A unit
+// never ends between a call and a result that answers it, wherever the
+// result stands: a cut there would leave a result without its call.
 func units(msgs []results.Message) []int {
-	var starts []int
+	last := map[string]int{}
 	for i, m := range msgs {
-		if m.Role == results.RoleTool && i > 0 && len(starts) > 0 {
-			// A tool message belongs to the call before it.
-			continue
+		if m.Role == results.RoleTool {
+			last[m.ToolCallID] = i
 		}
-		starts = append(starts, i)
+	}
+	var starts []int
+	reach := -1 // the last result of a call made so far
+	for i, m := range msgs {
+		if len(starts) == 0 || m.Role != results.RoleTool && reach < i {
+			starts = append(starts, i)
+		}
+		for _, c := range m.ToolCalls {
+			if j, ok := last[c.ID]; ok && j > reach {
+				reach = j
+			}
+		}
 	}
 	return starts
 }
@@ -155,14 +167,65 @@ func Summarized(system []results.Message, summary string, recent []results.Messa
 	return append(out, recent...)
 }
 
-// Dropped is the conversation with dropped messages gone: the system
-// messages, a user message saying how many were dropped (so the
-// conversation still opens with a user message, which Anthropic, Bedrock
-// and Gemini require), then recent verbatim.
-func Dropped(system []results.Message, dropped int, recent []results.Message) []results.Message {
-	out := append([]results.Message(nil), system...)
-	out = append(out, results.UserText(fmt.Sprintf("[%d earlier messages of this conversation were dropped to fit the model's context window.]", dropped)))
-	return append(out, recent...)
+// droppedNote is the user message that stands for dropped messages.
+const droppedNote = "[%d earlier messages of this conversation were dropped to fit the model's context window.]"
+
+// Drop compacts msgs by dropping its oldest exchanges (DropOldest),
+// keeping recent ones as Split does with keepTokens. The first user
+// message, the task (or the summary that stands for it), is never
+// dropped: it stays after the system messages, followed by a note of how
+// many messages were dropped, this time and before. dropped is zero when
+// nothing but that message could go (the caller has nothing to compact).
+func Drop(msgs []results.Message, keepTokens int) (out []results.Message, dropped, kept int) {
+	system, older, recent := Split(msgs, keepTokens)
+	first, n := task(older)
+	if n == 0 && keepTokens > 0 {
+		// The budget kept everything but the task: keep less.
+		system, older, recent = Split(msgs, 0)
+		first, n = task(older)
+	}
+	if n == 0 {
+		return nil, 0, len(recent)
+	}
+	total := n
+	for _, m := range older {
+		total += noted(m)
+	}
+	out = append([]results.Message(nil), system...)
+	if first != nil {
+		out = append(out, *first)
+	}
+	out = append(out, results.UserText(fmt.Sprintf(droppedNote, total)))
+	return append(out, recent...), n, len(recent)
+}
+
+// task finds the first user message of older that is not a note of
+// dropped messages, and counts the other messages, those to drop (a
+// note already dropped counts as the messages it stands for, in noted).
+func task(older []results.Message) (first *results.Message, drop int) {
+	for i, m := range older {
+		switch {
+		case noted(m) > 0:
+		case first == nil && m.Role == results.RoleUser:
+			first = &older[i]
+		default:
+			drop++
+		}
+	}
+	return first, drop
+}
+
+// noted is the count a note of dropped messages gives, zero for any
+// other message.
+func noted(m results.Message) int {
+	var n int
+	if m.Role != results.RoleUser || len(m.ToolCalls) > 0 {
+		return 0
+	}
+	if _, err := fmt.Sscanf(m.Text(), droppedNote, &n); err != nil {
+		return 0
+	}
+	return n
 }
 
 // SummarySystem is the system prompt of the call that summarises.

@@ -119,3 +119,83 @@ func TestWindowDefaults(t *testing.T) {
 	require.Zero(t, compact.Window("ollama:llama3.2"))
 	require.Zero(t, compact.Window("nonsense"))
 }
+
+// drop_oldest never drops the task: the first user message stays after
+// the system messages, with a note of what was dropped, however often the
+// conversation is compacted, and every call stays with its results.
+func TestDropKeepsTheTaskAndEveryCallWithItsResults(t *testing.T) {
+	conv := compacttest.Conversation()
+	out, dropped, kept := compact.Drop(conv, 0)
+	paired(t, out)
+	require.Equal(t, results.RoleSystem, out[0].Role)
+	require.Equal(t, "Fix the failing tests", out[1].Text(), "the task stays")
+	require.Equal(t, "[14 earlier messages of this conversation were dropped to fit the model's context window.]", out[2].Text())
+	require.Equal(t, 14, dropped, "all but the system message, the task and the last exchange")
+	require.Equal(t, 2, kept)
+	require.Equal(t, "c8", out[3].ToolCalls[0].ID)
+	require.Len(t, out, 5)
+
+	// The turn goes on and compacts again: the task is still there, and
+	// the note counts every message dropped so far.
+	out = append(out,
+		results.Message{Role: results.RoleAssistant, ToolCalls: []results.ToolCall{{ID: "c9", Name: "run_tests"}}},
+		results.Message{Role: results.RoleTool, ToolCallID: "c9", ToolName: "run_tests", Parts: []results.Part{results.TextPart("ok")}},
+	)
+	again, dropped, _ := compact.Drop(out, 0)
+	paired(t, again)
+	require.Equal(t, 2, dropped, "c8's exchange")
+	require.Equal(t, []string{"Keep answers short.", "Fix the failing tests", "[16 earlier messages of this conversation were dropped to fit the model's context window.]", "", "ok"}, texts(again))
+
+	// With a budget that keeps everything after the task, the oldest
+	// exchange goes rather than nothing.
+	_, dropped, _ = compact.Drop(conv, compact.Estimate(conv))
+	require.Positive(t, dropped)
+}
+
+// A conversation of the task and one exchange has nothing drop_oldest
+// may drop.
+func TestDropHasNothingToDropBesideTheTask(t *testing.T) {
+	conv := []results.Message{
+		results.SystemText("s"),
+		results.UserText("the task"),
+		{Role: results.RoleAssistant, ToolCalls: []results.ToolCall{{ID: "c1", Name: "read_file"}}},
+		{Role: results.RoleTool, ToolCallID: "c1", Parts: []results.Part{results.TextPart(strings.Repeat("x", 10000))}},
+	}
+	out, dropped, _ := compact.Drop(conv, 0)
+	require.Zero(t, dropped)
+	require.Nil(t, out)
+}
+
+// A result that does not follow its call directly (a user message came
+// between a step's results) still ties the call's unit to it: no cut
+// falls between them.
+func TestSplitNeverSeparatesACallFromALaterResult(t *testing.T) {
+	conv := []results.Message{
+		results.SystemText("s"),
+		results.UserText("the task"),
+		{Role: results.RoleAssistant, ToolCalls: []results.ToolCall{{ID: "c1", Name: "a"}, {ID: "c2", Name: "b"}}},
+		{Role: results.RoleTool, ToolCallID: "c1", Parts: []results.Part{results.TextPart("one")}},
+		results.UserText("an aside"),
+		{Role: results.RoleTool, ToolCallID: "c2", Parts: []results.Part{results.TextPart("two")}},
+		results.AssistantText("done"),
+		results.UserText("next"),
+		{Role: results.RoleAssistant, ToolCalls: []results.ToolCall{{ID: "c3", Name: "a"}}},
+		{Role: results.RoleTool, ToolCallID: "c3", Parts: []results.Part{results.TextPart("three")}},
+	}
+	for keep := 0; keep <= compact.Estimate(conv); keep++ {
+		_, older, recent := compact.Split(conv, keep)
+		if len(older) == 0 {
+			continue
+		}
+		require.NotEqual(t, "an aside", recent[0].Text(), "keep %d cuts between c2 and its result", keep)
+		require.NotEqual(t, results.RoleTool, recent[0].Role, "keep %d opens recent with a result", keep)
+	}
+}
+
+func texts(msgs []results.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.Text())
+	}
+	return out
+}

@@ -182,7 +182,7 @@ func TestResolveWithoutScriptDir(t *testing.T) {
 		var me *model.Error
 		require.ErrorAs(t, err, &me, ref)
 		require.False(t, me.Retryable)
-		require.Contains(t, me.Message, "only the built-in scripts (chat, demo, issues) may be used")
+		require.Contains(t, me.Message, "only the built-in scripts (chat, demo, issues, long) may be used")
 		require.Contains(t, me.Message, "TOLLGATE_SCRIPTS_DIR")
 	}
 }

@@ -24,9 +24,12 @@
 // request. Reply i answers the conversation after i assistant turns, so
 // the provider keeps no state between calls.
 //
-// A reply has optional "text" and optional "tool_calls". A tool call has a
-// "name", an optional "id" (default "call_<reply>_<call>", both counted from
-// 1; ids must be unique in the script) and its arguments either as
+// A reply has optional "text" and optional "tool_calls", and "repeat": N
+// plays it N times in a row (a long turn in a few lines). A tool call has
+// a "name", an optional "id" (default "call_<turn>_<call>", both counted
+// from 1, the turn being the assistant turn that plays it; ids must be
+// unique in the script, and a repeated reply's calls take the default)
+// and its arguments either as
 // "arguments", a JSON object sent as compact JSON text (default {}), or as
 // "arguments_raw", a string sent exactly as written, to play a model that
 // writes malformed JSON.
@@ -69,6 +72,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -87,12 +91,21 @@ type Script struct {
 	PaceMS int `json:"pace_ms,omitempty"`
 }
 
-// Reply is one assistant turn.
+// Reply is one assistant turn, or Repeat turns alike.
 type Reply struct {
 	Text      string     `json:"text,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	Expect    *Expect    `json:"expect,omitempty"`
+	// Repeat plays the reply this many times in a row (0 and 1: once),
+	// each time with fresh default call ids.
+	Repeat int `json:"repeat,omitempty"`
+	// first is the assistant turn, counted from 1, the reply first plays.
+	first int
 }
+
+// maxRepeat bounds a reply's repeat: a script of a very long turn, not
+// of an endless one.
+const maxRepeat = 1_000_000
 
 // ToolCall is one call a reply makes.
 type ToolCall struct {
@@ -213,6 +226,38 @@ func Parse(name string, data []byte) (*Script, error) {
 		return nil, fmt.Errorf("script %s: pace_ms must be between 0 and 10000", name)
 	}
 	ids := map[string]string{}
+	// A repeated reply's ids are call_<turn>_<call> for each turn it
+	// plays: spans names them without listing them all, since a script
+	// is parsed at every model call.
+	type span struct {
+		first, n, calls int
+		where           string
+	}
+	var spans []span
+	turn := 1
+	for i := range s.Replies {
+		r := &s.Replies[i]
+		if r.Repeat < 0 || r.Repeat > maxRepeat {
+			return nil, fmt.Errorf("script %s, reply %d: repeat must be between 0 and %d", name, i+1, maxRepeat)
+		}
+		r.first = turn
+		turn += max(1, r.Repeat)
+		if r.Repeat > 1 && len(r.ToolCalls) > 0 {
+			spans = append(spans, span{r.first, r.Repeat, len(r.ToolCalls), fmt.Sprintf("script %s, reply %d", name, i+1)})
+		}
+	}
+	inSpan := func(id string) (string, bool) {
+		var t, j int
+		if n, _ := fmt.Sscanf(id, "call_%d_%d", &t, &j); n != 2 || id != fmt.Sprintf("call_%d_%d", t, j) {
+			return "", false
+		}
+		for _, sp := range spans {
+			if t >= sp.first && t < sp.first+sp.n && j >= 1 && j <= sp.calls {
+				return sp.where, true
+			}
+		}
+		return "", false
+	}
 	for i := range s.Replies {
 		r := &s.Replies[i]
 		for j := range r.ToolCalls {
@@ -221,13 +266,22 @@ func Parse(name string, data []byte) (*Script, error) {
 			if c.Name == "" {
 				return nil, fmt.Errorf("%s: name is missing", where)
 			}
+			if c.ID != "" && r.Repeat > 1 {
+				return nil, fmt.Errorf("%s: a repeated reply's calls take default ids (call_<turn>_<call>); leave id out", where)
+			}
 			if c.ID == "" {
-				c.ID = fmt.Sprintf("call_%d_%d", i+1, j+1)
+				c.ID = fmt.Sprintf("call_%d_%d", r.first, j+1)
 			}
-			if prev, dup := ids[c.ID]; dup {
-				return nil, fmt.Errorf("%s: id %q is already used by %s", where, c.ID, prev)
+			if r.Repeat <= 1 {
+				prev, dup := ids[c.ID]
+				if !dup {
+					prev, dup = inSpan(c.ID)
+				}
+				if dup {
+					return nil, fmt.Errorf("%s: id %q is already used by %s", where, c.ID, prev)
+				}
+				ids[c.ID] = where
 			}
-			ids[c.ID] = where
 			if c.ArgumentsRaw != nil {
 				if len(c.Arguments) > 0 {
 					return nil, fmt.Errorf("%s: give arguments or arguments_raw, not both", where)
@@ -264,6 +318,12 @@ var _ model.Provider = (*Provider)(nil)
 
 // New returns a Provider for a parsed script.
 func New(s *Script) *Provider {
+	// A script built in code, not parsed, numbers its replies here.
+	turn := 1
+	for i := range s.Replies {
+		s.Replies[i].first = turn
+		turn += max(1, s.Replies[i].Repeat)
+	}
 	return &Provider{script: s, pace: time.Duration(s.PaceMS) * time.Millisecond}
 }
 
@@ -289,10 +349,10 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 			turns, last = turns+1, i
 		}
 	}
-	if turns >= len(s.Replies) {
-		return model.Response{}, &model.Error{Message: fmt.Sprintf("script %s has %d replies; the conversation asks for reply %d", s.Name, len(s.Replies), turns+1)}
+	reply, ok := s.play(turns)
+	if !ok {
+		return model.Response{}, &model.Error{Message: fmt.Sprintf("script %s has %d replies; the conversation asks for reply %d", s.Name, s.plays(), turns+1)}
 	}
-	reply := s.Replies[turns]
 	if err := check(reply.Expect, req.Messages, last); err != nil {
 		return model.Response{}, &model.Error{Message: fmt.Sprintf("script %s, reply %d: %s", s.Name, turns+1, err)}
 	}
@@ -334,6 +394,30 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 }
 
 func tokens(n int) int { return (n + 3) / 4 }
+
+// play is the reply after turns assistant turns, with the call ids of
+// its play when it repeats.
+func (s *Script) play(turns int) (Reply, bool) {
+	i := sort.Search(len(s.Replies), func(i int) bool { return s.Replies[i].first > turns+1 }) - 1
+	if i < 0 || turns >= s.plays() {
+		return Reply{}, false
+	}
+	r := s.Replies[i]
+	if k := turns + 1 - r.first; k > 0 {
+		calls := slices.Clone(r.ToolCalls)
+		for j := range calls {
+			calls[j].ID = fmt.Sprintf("call_%d_%d", turns+1, j+1)
+		}
+		r.ToolCalls = calls
+	}
+	return r, true
+}
+
+// plays is the number of replies the script plays, repeats counted.
+func (s *Script) plays() int {
+	last := s.Replies[len(s.Replies)-1]
+	return last.first - 1 + max(1, last.Repeat)
+}
 
 // A compacted conversation has fewer assistant messages than replies
 // played: the scripted summary says how many it stands for, so the

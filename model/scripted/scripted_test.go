@@ -204,6 +204,9 @@ func TestParseErrors(t *testing.T) {
 		{"arguments not an object", `{"replies": [{"tool_calls": [{"name": "x", "arguments": "path"}]}]}`, "must be a JSON object"},
 		{"duplicate ids", `{"replies": [{"tool_calls": [{"id": "a", "name": "x"}]}, {"tool_calls": [{"id": "a", "name": "y"}]}]}`, `reply 2, tool call 1: id "a" is already used by script bad, reply 1, tool call 1`},
 		{"negative tool_results", `{"replies": [{"expect": {"tool_results": -1}}]}`, "negative"},
+		{"negative repeat", `{"replies": [{"text": "x", "repeat": -1}]}`, "repeat must be between 0 and 1000000"},
+		{"id in a repeated reply", `{"replies": [{"tool_calls": [{"id": "a", "name": "x"}], "repeat": 2}]}`, "a repeated reply's calls take default ids"},
+		{"id a repeat plays", `{"replies": [{"tool_calls": [{"name": "x"}], "repeat": 3}, {"tool_calls": [{"id": "call_2_1", "name": "y"}]}]}`, `reply 2, tool call 1: id "call_2_1" is already used by script bad, reply 1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,9 +236,9 @@ func TestOpen(t *testing.T) {
 	require.NotErrorIs(t, err, ErrNotAllowed)
 
 	_, err = Open("nosuch", dir)
-	require.ErrorContains(t, err, `no built-in script "nosuch" (built-in: chat, demo, issues)`)
+	require.ErrorContains(t, err, `no built-in script "nosuch" (built-in: chat, demo, issues, long)`)
 
-	require.Equal(t, []string{"chat", "demo", "issues"}, Builtins())
+	require.Equal(t, []string{"chat", "demo", "issues", "long"}, Builtins())
 }
 
 func TestOpenConfinesScriptFiles(t *testing.T) {
@@ -258,7 +261,7 @@ func TestOpenConfinesScriptFiles(t *testing.T) {
 		for _, ref := range []string{outside, "ok.json", "./ok.json", "/etc/passwd"} {
 			_, err := Open(ref, "")
 			require.ErrorIs(t, err, ErrNotAllowed, ref)
-			require.ErrorContains(t, err, "only the built-in scripts (chat, demo, issues) may be used")
+			require.ErrorContains(t, err, "only the built-in scripts (chat, demo, issues, long) may be used")
 		}
 	})
 
@@ -316,4 +319,50 @@ func TestScriptGoesOnAfterCompaction(t *testing.T) {
 	next, err = p.Complete(ctx, model.Request{Messages: compact.Summarized(system, sum.Message.Text(), recent)})
 	require.NoError(t, err)
 	require.Equal(t, "four", next.Message.Text())
+}
+
+// A repeated reply plays as many turns as it says, each with call ids of
+// its own turn, and the replies after it go on from there.
+func TestRepeatPlaysAReplyManyTimes(t *testing.T) {
+	p := New(mustParse(t, `{"replies":[
+		{"text":"first","tool_calls":[{"name":"read_file"}]},
+		{"tool_calls":[{"name":"read_file"},{"name":"list_dir"}],"repeat":3},
+		{"tool_calls":[{"name":"write_file"}]},
+		{"text":"done"}]}`))
+	msgs := []results.Message{results.UserText("go")}
+	var ids []string
+	for {
+		resp, err := p.Complete(context.Background(), model.Request{Messages: msgs})
+		require.NoError(t, err)
+		msgs = append(msgs, resp.Message)
+		if len(resp.Message.ToolCalls) == 0 {
+			require.Equal(t, "done", resp.Message.Text())
+			break
+		}
+		for _, c := range resp.Message.ToolCalls {
+			ids = append(ids, c.ID)
+			msgs = append(msgs, toolResult(c.ID, c.Name, "ok"))
+		}
+	}
+	require.Equal(t, []string{"call_1_1", "call_2_1", "call_2_2", "call_3_1", "call_3_2", "call_4_1", "call_4_2", "call_5_1"}, ids)
+	_, err := p.Complete(context.Background(), model.Request{Messages: msgs})
+	require.ErrorContains(t, err, "has 6 replies; the conversation asks for reply 7")
+}
+
+// The built-in long script makes 5,000 calls of read_file, then answers.
+func TestLongScriptMakes5000Calls(t *testing.T) {
+	s, err := Open("long", "")
+	require.NoError(t, err)
+	p := New(s)
+	require.Equal(t, 5001, s.plays())
+	last, ok := s.play(4999)
+	require.True(t, ok)
+	require.Equal(t, "call_5000_1", last.ToolCalls[0].ID)
+	end, ok := s.play(5000)
+	require.True(t, ok)
+	require.Empty(t, end.ToolCalls)
+	// The first call plays from the prompt.
+	resp, err := p.Complete(context.Background(), model.Request{Messages: []results.Message{results.UserText("go")}})
+	require.NoError(t, err)
+	require.Equal(t, "read_file", resp.Message.ToolCalls[0].Name)
 }

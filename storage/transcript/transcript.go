@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/storage/blobstore"
@@ -50,6 +51,7 @@ type Store struct {
 	blobs  *blobstore.Store
 	space  blobstore.Space
 	chunks *cache
+	convs  *convCache
 }
 
 // Options configure a Store.
@@ -60,11 +62,16 @@ type Options struct {
 	// store on local disk, whose reads the operating system caches, and
 	// which a damaged chunk must be read from to be noticed.
 	CacheBytes int64
+	// ConversationBytes keeps whole decoded conversations of long chains
+	// in memory, up to this many bytes of their chunks, so that loading
+	// a conversation again after a chunk was added reads and decodes
+	// that chunk alone. Zero keeps none.
+	ConversationBytes int64
 }
 
 // New keeps chunks in blobs, under Space.
 func New(blobs *blobstore.Store, o Options) *Store {
-	return &Store{blobs: blobs, space: Space, chunks: newCache(o.CacheBytes)}
+	return &Store{blobs: blobs, space: Space, chunks: newCache(o.CacheBytes), convs: newConvCache(o.ConversationBytes)}
 }
 
 // NewStore keeps chunks in the directory dir, creating it if needed: the
@@ -112,8 +119,17 @@ func (s *Store) Load(head string) ([]results.Message, error) {
 
 // LoadContext is Load with a context, for remote stores.
 func (s *Store) LoadContext(ctx context.Context, head string) ([]results.Message, error) {
+	if head == "" {
+		return nil, nil
+	}
 	var chunks [][]results.Message
+	var base *conv
+	var size int64
 	for id := head; id != ""; {
+		if c, ok := s.convs.get(id); ok {
+			base = c
+			break
+		}
 		if !blobstore.ValidSum(id) {
 			return nil, fmt.Errorf("transcript chunk id %q is malformed", id)
 		}
@@ -127,13 +143,18 @@ func (s *Store) LoadContext(ctx context.Context, head string) ([]results.Message
 			return nil, fmt.Errorf("decode transcript chunk %s: %w: %w", id, ErrCorrupt, err)
 		}
 		chunks = append(chunks, c.Messages)
+		size += int64(len(data))
 		id = c.Prev
 	}
-	var out []results.Message
-	for i := len(chunks) - 1; i >= 0; i-- {
-		out = append(out, chunks[i]...)
+	if base != nil && len(chunks) == 0 {
+		return slices.Clone(base.msgs), nil
 	}
-	return out, nil
+	msgs := s.convs.extend(head, base, chunks, size)
+	if base == nil && s.convs == nil {
+		return msgs, nil
+	}
+	// The cached slice is shared: callers get their own.
+	return slices.Clone(msgs), nil
 }
 
 // get reads one chunk's encoding, from the cache if it is there.

@@ -75,8 +75,10 @@ func Cases() []Case {
 		seen[len(recent)] = true
 		out = append(out,
 			Case{Name: fmt.Sprintf("summarize keep %d", len(recent)), Messages: compact.Summarized(system, "The user wants the tests fixed.", recent)},
-			Case{Name: fmt.Sprintf("drop_oldest keep %d", len(recent)), Messages: compact.Dropped(system, len(older), recent)},
 		)
+		if dropped, n, _ := compact.Drop(conv, keep); n > 0 {
+			out = append(out, Case{Name: fmt.Sprintf("drop_oldest keep %d", len(recent)), Messages: dropped})
+		}
 	}
 	return out
 }

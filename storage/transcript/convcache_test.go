@@ -1,0 +1,87 @@
+package transcript
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+// A long chain loaded again after a chunk was added reads that chunk
+// alone: the rest comes from the decoded conversation of the head loaded
+// before. Everything is still what the chain holds, branches included.
+func TestConversationCacheReadsOnlyNewChunks(t *testing.T) {
+	s, bucket := memStore(t, Options{ConversationBytes: 1 << 20})
+	var want []string
+	head := ""
+	for i := range minCachedChunks + 4 {
+		text := fmt.Sprintf("m%d", i)
+		h, err := s.Append(head, []results.Message{results.UserText(text)})
+		require.NoError(t, err)
+		head, want = h, append(want, text)
+	}
+	got, err := s.Load(head)
+	require.NoError(t, err)
+	require.Equal(t, want, texts(got))
+	// A caller changing what it got does not change the cache.
+	got[0] = results.UserText("changed")
+	got = append(got, results.UserText("appended"))
+
+	// Every chunk is gone from the store but the two added next.
+	emptyBucket(t, bucket)
+	h1, err := s.Append(head, []results.Message{results.AssistantText("a")})
+	require.NoError(t, err)
+	h2, err := s.Append(h1, []results.Message{results.AssistantText("b")})
+	require.NoError(t, err)
+	got, err = s.Load(h2)
+	require.NoError(t, err)
+	require.Equal(t, append(append([]string(nil), want...), "a", "b"), texts(got))
+
+	// A branch from h1 (a session's next turn from an earlier head)
+	// finds no conversation cached for h1, which the turn moved on from,
+	// and reads the chain from the store, where its start is gone; the
+	// branch loaded first is not disturbed by it.
+	b, err := s.Append(h1, []results.Message{results.AssistantText("c")})
+	require.NoError(t, err)
+	_, err = s.Load(b)
+	require.ErrorIs(t, err, ErrMissing)
+	got, err = s.Load(h2)
+	require.NoError(t, err)
+	require.Equal(t, append(append([]string(nil), want...), "a", "b"), texts(got))
+}
+
+// A short chain is not kept: it is read from the store every time.
+func TestConversationCacheSkipsShortChains(t *testing.T) {
+	s, bucket := memStore(t, Options{ConversationBytes: 1 << 20})
+	h, err := s.Append("", []results.Message{results.UserText("one")})
+	require.NoError(t, err)
+	_, err = s.Load(h)
+	require.NoError(t, err)
+	emptyBucket(t, bucket)
+	_, err = s.Load(h)
+	require.ErrorIs(t, err, ErrMissing)
+}
+
+// Two conversations built on one cached base (two loads racing from the
+// same head) each get their own messages: the second copies the base
+// instead of appending where the first did.
+func TestConversationCacheBranchesCopy(t *testing.T) {
+	c := newConvCache(1 << 20)
+	var start [][]results.Message
+	for i := range minCachedChunks {
+		start = append([][]results.Message{{results.UserText(fmt.Sprint(i))}}, start...)
+	}
+	c.extend("base", nil, start, 100)
+	base, ok := c.get("base")
+	require.True(t, ok)
+	// Room to append in place, as a conversation grown by append has.
+	base.msgs = append(make([]results.Message, 0, len(base.msgs)+8), base.msgs...)
+	a := c.extend("a", base, [][]results.Message{{results.AssistantText("a")}}, 10)
+	b := c.extend("b", base, [][]results.Message{{results.AssistantText("b")}}, 10)
+	require.Equal(t, "a", a[len(a)-1].Text())
+	require.Equal(t, "b", b[len(b)-1].Text())
+	require.Len(t, a, minCachedChunks+1)
+	require.Len(t, b, minCachedChunks+1)
+}
