@@ -451,6 +451,11 @@ func (t *turn) runAgent(ctx workflow.Context, c *call, name string) {
 		c.clear()
 		c.card.State = results.StateSucceeded
 		c.card.Output = agentOutput(res)
+		if t.v >= childBudgetVersion {
+			if note := unknownOutcomes(name, res); note != "" {
+				c.card.Output.Parts = append(c.card.Output.Parts, results.TextPart(note))
+			}
+		}
 	default:
 		c.fail(results.FailureToolError, agentFailure(name, res), "", "")
 	}
@@ -491,6 +496,22 @@ func agentOutput(res Result) *results.Success {
 		}
 	}
 	return s
+}
+
+// unknownOutcomes names the child's calls that ended with their outcome
+// unknown: the child's model was told, but its answer may not say so, and
+// the caller must not take the work as done or do it again unawares.
+func unknownOutcomes(name string, res Result) string {
+	var lines []string
+	for _, card := range res.Cards {
+		if card.Failure != nil && card.Failure.Reason == results.FailureOutcomeUnknown {
+			lines = append(lines, card.CallID+" ("+card.Tool+"): "+results.OutcomeUnknownMessage)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "Calls of the agent " + name + " whose outcome is unknown:\n" + strings.Join(lines, "\n")
 }
 
 // agentFailure says, for the model, why an agent's turn gave no answer.

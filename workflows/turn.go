@@ -213,7 +213,14 @@ const rulesVersion = modelQueuesVersion + 3
 // the marker (AgentTurn, for turns that name agents, and setup) ask with
 // it: the marker is recorded once, so a lower maximum at the first would
 // hold a new turn below every later version.
-const latestTurnVersion = rulesVersion
+const latestTurnVersion = childBudgetVersion
+
+// childBudgetVersion of the turn's change marker hands a called agent the
+// caller's remaining budget, so a child cannot spend past its caller's
+// limits, and tells the caller's model which of the child's calls ended
+// with their outcome unknown (agents.go). Versions 12 and 13 are being
+// added in parallel.
+const childBudgetVersion = rulesVersion + 3
 
 // fast reports whether the turn runs local tools locally and pins its
 // workspace tools (fastToolsVersion).
