@@ -370,6 +370,16 @@ func (t *turn) chain() []string {
 	return nil
 }
 
+// callerOf names the turn and the call that ran this turn's agent as a
+// tool; both empty for a turn nobody called.
+func (t *turn) callerOf(ctx workflow.Context) (turnID, callID string) {
+	p := workflow.GetInfo(ctx).ParentWorkflowExecution
+	if t.in.Caller == nil || p == nil {
+		return "", ""
+	}
+	return p.ID, t.in.Caller.Call
+}
+
 // ChildTurnID is the workflow id of the turn that runs call callID of
 // turn turnID when the call runs another agent.
 func ChildTurnID(turnID, callID string) string { return turnID + "/" + callID }
@@ -427,6 +437,11 @@ func (t *turn) runAgent(ctx workflow.Context, c *call, name string) {
 	}
 	if t.ui {
 		opts.StaticSummary = fmt.Sprintf("agent %s for %s", name, c.card.CallID)
+	}
+	if t.features.SearchAttributes && t.v >= childBudgetVersion {
+		// Set at the start, so no list ever shows the child as a turn of
+		// its own.
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(ParentAttr.ValueSet(clipBytes(t.id, maxKeywordAttrBytes)))
 	}
 	cctx := workflow.WithChildOptions(ctx, opts)
 	var res Result
