@@ -73,6 +73,12 @@ type Resolved struct {
 type Caller struct {
 	Call  string   `json:"call"`
 	Chain []string `json:"chain,omitempty"`
+	// Budget is what the calling turn had left of its budget (and its
+	// session's) when it called, and OnBudget its policy's on_budget: the
+	// called agent's turn spends no more than that, whatever its own
+	// budget says.
+	Budget   *Budget  `json:"budget,omitempty"`
+	OnBudget OnBudget `json:"on_budget,omitempty"`
 }
 
 // ChildWaits is the payload of the ChildWaitsName Signal.
@@ -419,13 +425,23 @@ func (t *turn) runAgent(ctx workflow.Context, c *call, name string) {
 		c.fail(results.FailureToolError, fmt.Sprintf("agents call each other at most %d deep, so the agent %s was not called; answer with what you have", MaxAgentDepth, name), "", "")
 		return
 	}
-	c.card.Agent = &results.AgentCall{Name: name, Turn: id, Chain: chain}
 	in := Input{
 		Agent:  name,
 		Prompt: args.Task,
 		User:   t.in.User,
 		Caller: &Caller{Call: c.card.CallID, Chain: chain},
 	}
+	if t.v >= childBudgetVersion {
+		left, reached, bounded := t.budgetLeft(workflow.Now(ctx))
+		if len(reached) > 0 {
+			c.fail(results.FailureToolError, fmt.Sprintf("the budget is spent (%s), so the agent %s was not called; answer with what you have", strings.Join(reached, ", "), name), "", "")
+			return
+		}
+		if bounded {
+			in.Caller.Budget, in.Caller.OnBudget = &left, t.in.Policy.OnBudget
+		}
+	}
+	c.card.Agent = &results.AgentCall{Name: name, Turn: id, Chain: chain}
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID: id,
 		// A call of the parent's is never left running on its own: the

@@ -505,6 +505,45 @@ func TestWhatAChildAgentUsesCountsAgainstTheCallersBudget(t *testing.T) {
 	require.Equal(t, 2, res.Budget.Spent.ToolCalls, "the boss's call and the child's")
 }
 
+// A called agent gets what its caller has left of its budget, and the
+// caller's on_budget: it cannot spend past its caller's limit.
+func TestAChildAgentSpendsNoMoreThanItsCallerHasLeft(t *testing.T) {
+	h, models := newAgentHarness(t, []Agent{boss, researcher, billing}, map[string][]results.Message{
+		"fake:boss": {
+			calls("", tc("call_1", "agent_researcher", `{"task":"find"}`)),
+			calls("never asked"),
+		},
+		"fake:researcher": {
+			calls("", tc("call_1", "echo", `{"text":"fact"}`)),
+			calls("never asked either"),
+		},
+	})
+	// The boss's own model call leaves one of three to the child.
+	res := runTurn(t, h, Input{Agent: "boss", Prompt: "go", Policy: Policy{Budget: Budget{ModelCalls: 2, Tokens: 1000}, OnBudget: OnBudgetStop}})
+	require.Equal(t, StatusBudgetExhausted, res.Status)
+	require.Len(t, models["fake:researcher"].requests, 1, "the child stopped at the one model call it was given")
+	require.Len(t, models["fake:boss"].requests, 1)
+	c := mustCard(t, res.Cards, "call_1")
+	require.Equal(t, results.StateFailed, c.State)
+	require.Contains(t, c.Failure.Message, "budget_exhausted")
+}
+
+// A caller whose budget is already spent does not start the agent: the
+// call is a tool error that says so.
+func TestACallerWithNoBudgetLeftDoesNotCallTheAgent(t *testing.T) {
+	h, models := newAgentHarness(t, []Agent{boss, researcher, billing}, map[string][]results.Message{
+		"fake:boss":       {calls("", tc("call_1", "agent_researcher", `{"task":"find"}`))},
+		"fake:researcher": {calls("never asked")},
+	})
+	// The boss's first model call uses 15 tokens of 10.
+	res := runTurn(t, h, Input{Agent: "boss", Prompt: "go", Policy: Policy{Budget: Budget{Tokens: 10}, OnBudget: OnBudgetStop}})
+	require.Equal(t, StatusBudgetExhausted, res.Status)
+	c := mustCard(t, res.Cards, "call_1")
+	require.Equal(t, results.StateFailed, c.State)
+	require.Contains(t, c.Failure.Message, "the budget is spent (15 of 10 tokens), so the agent researcher was not called")
+	require.Empty(t, models["fake:researcher"].requests, "the child never ran")
+}
+
 func TestARespondSignalToTheParentReachesTheChild(t *testing.T) {
 	h, _ := newAgentHarness(t, []Agent{boss, researcher, billing}, map[string][]results.Message{
 		"fake:boss": {

@@ -234,6 +234,13 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.nextSuffix = map[string]int{}
 	t.earlierIDs = idSet{}
 	t.budget, t.startedAt = t.in.Policy.Budget, workflow.Now(ctx)
+	if c := t.in.Caller; c != nil && c.Budget != nil && t.in.Continued == nil && t.v >= childBudgetVersion {
+		// A called agent spends at most what its caller had left.
+		t.budget = tighter(t.budget, *c.Budget)
+		if t.in.Policy.OnBudget == "" {
+			t.in.Policy.OnBudget = c.OnBudget
+		}
+	}
 	if sb := t.in.SessionBudget; sb != nil && t.compacting() {
 		copied := *sb
 		t.session = &copied
