@@ -148,4 +148,5 @@ func TestTriageTeamFromTheDevAgentsFileThroughTheGateway(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(e.ws, "refunds", "order-7.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "refund 4999 cents on order 7\n", string(b))
+	e.record(billing)
 }
