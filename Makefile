@@ -4,13 +4,19 @@
 GO       ?= go
 DATA     ?= .tollgate
 WORKSPACE ?= workspace
+# AGENTS names an agents file for the worker (--agents); SCRIPTS a
+# directory its scripted: models may read (TOLLGATE_SCRIPTS_DIR). The
+# offline triage team: make run AGENTS=examples/triage/dev/agents.yaml SCRIPTS=examples/triage/dev
+AGENTS   ?=
+SCRIPTS  ?=
 
 .PHONY: run test lint bench histories compose-up compose-down clean test-cluster test-mcp
 
-## run: embedded Temporal server (SQLite in $(DATA)) and the worker
+## run: embedded Temporal server (SQLite in $(DATA)) and the worker;
+## AGENTS=FILE and SCRIPTS=DIR add named agents and their scripts
 run: $(WORKSPACE)/notes.txt
 	$(GO) build -o bin/worker ./worker
-	exec bin/worker --dev --die-with-parent --data $(DATA) --workspace $(WORKSPACE)
+	exec env $(if $(SCRIPTS),TOLLGATE_SCRIPTS_DIR=$(SCRIPTS)) bin/worker --dev --die-with-parent --data $(DATA) --workspace $(WORKSPACE) $(if $(AGENTS),--agents $(AGENTS))
 
 # The demo turn summarises notes.txt; give a new workspace one to read.
 $(WORKSPACE)/notes.txt:

@@ -55,7 +55,16 @@ type TurnList struct {
 }
 
 func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) {
-	f := turnlist.Filter{Status: workflows.Status(r.URL.Query().Get("status")), User: r.URL.Query().Get("user"), Users: principal(r).Users}
+	f := turnlist.Filter{Status: workflows.Status(r.URL.Query().Get("status")), User: r.URL.Query().Get("user"), Users: principal(r).Users,
+		Parent: r.URL.Query().Get("parent")}
+	switch c := r.URL.Query().Get("children"); c {
+	case "", "false":
+	case "true":
+		f.Children = true
+	default:
+		fail(w, r, http.StatusBadRequest, fmt.Sprintf("children must be true or false, not %q", c))
+		return
+	}
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {

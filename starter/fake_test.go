@@ -24,6 +24,9 @@ type fakeTurns struct {
 
 	state    workflows.State
 	stateErr error
+	// children are the states of other turns by id: the turns of the
+	// agents the turn's calls ran.
+	children map[string]workflows.State
 
 	started   []startCall
 	startErr  error
@@ -65,15 +68,19 @@ func (f *fakeTurns) Start(_ context.Context, id, tq string, in workflows.Input) 
 	return "run-1", nil
 }
 
-func (f *fakeTurns) State(_ context.Context, _, runID string) (workflows.State, error) {
+func (f *fakeTurns) State(_ context.Context, id, runID string) (workflows.State, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.runIDs = append(f.runIDs, runID)
 	if f.stateErr != nil {
 		return workflows.State{}, f.stateErr
 	}
+	from := f.state
+	if c, ok := f.children[id]; ok {
+		from = c
+	}
 	// A copy, as a query returns: the caller must not see later changes.
-	b, _ := json.Marshal(f.state)
+	b, _ := json.Marshal(from)
 	var s workflows.State
 	_ = json.Unmarshal(b, &s)
 	return s, nil

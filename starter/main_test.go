@@ -411,6 +411,39 @@ func TestStateOfALongTurnCountsTheCardsNotShown(t *testing.T) {
 	assert.Contains(t, o.stdout, "turn T: running, step 350, 350 call(s) in 3 runs\n  349 earlier call(s) not shown (1 failed, 348 succeeded); the last 1 follow\n")
 }
 
+// The turns of called agents print under the calls that ran them, down
+// the chain, and a child's waiting call is answered through the top turn.
+func TestStatePrintsTheTreeOfAgentTurns(t *testing.T) {
+	agentCard := func(id, name, turn string, chain ...string) results.Card {
+		return results.Card{CallID: id, Tool: "agent_" + name, Arguments: json.RawMessage(`{"task":"t"}`), State: results.StateRunning,
+			Agent: &results.AgentCall{Name: name, Turn: turn, Chain: chain}}
+	}
+	fake := newFake(workflows.State{Status: workflows.StatusWaiting, Step: 1, Cards: []results.Card{agentCard("c1", "billing", "T/c1", "triage", "billing")}})
+	fake.children = map[string]workflows.State{
+		"T/c1": {Status: workflows.StatusWaiting, Step: 2, Cards: []results.Card{
+			agentCard("r1", "researcher", "T/c1/r1", "triage", "billing", "researcher"),
+			{CallID: "p1", Tool: "issue_refund", Arguments: json.RawMessage(`{}`), State: results.StatePendingApproval},
+		}},
+		"T/c1/r1": {Status: workflows.StatusCompleted, Step: 2, Cards: []results.Card{
+			succeeded(results.Card{CallID: "l1", Tool: "lookup_order", Arguments: json.RawMessage(`{}`)}, "order 7"),
+		}},
+	}
+	o := newHarness(t, fake).run("", "state", "T")
+	require.Equal(t, 0, o.code, o.stderr)
+	want := "turn T: waiting, step 1, 1 call(s)\n" +
+		"  running            c1 agent_billing: running\n" +
+		"    c1: agent billing (triage → billing), turn T/c1: waiting, step 2, 2 call(s)\n"
+	require.True(t, strings.HasPrefix(o.stdout, want), o.stdout)
+	for _, s := range []string{
+		"      pending_approval   p1 issue_refund: pending approval",
+		"→ starter approve T c1/p1",
+		"        r1: agent researcher (triage → billing → researcher), turn T/c1/r1: completed, step 2, 1 call(s)",
+		"          succeeded          l1 lookup_order: succeeded: order 7",
+	} {
+		assert.Contains(t, o.stdout, s)
+	}
+}
+
 func TestStateOfAFailedTurnSaysWhy(t *testing.T) {
 	o := newHarness(t, newFake(workflows.State{Status: workflows.StatusFailed, Error: "the turn could not start: unknown tool(s) nope"})).run("", "state", "T")
 	require.Equal(t, 0, o.code, o.stderr)

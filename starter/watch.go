@@ -41,7 +41,44 @@ func (c *cli) cmdState(ctx context.Context, args []string) error {
 		return writeJSON(c.stdout, s)
 	}
 	printState(c.stdout, id, s)
+	printChildTurns(ctx, c.stdout, t, id, "", s, 1)
 	return nil
+}
+
+// printChildTurns prints, under the turn's state, the turns of the agents its
+// calls ran, each with its cards, down the whole chain. A waiting card of
+// a child is answered through the top turn under the call path
+// (<call>/<child call>), so its hint names both.
+func printChildTurns(ctx context.Context, w io.Writer, t turns, top, path string, s workflows.State, depth int) {
+	if depth > workflows.MaxAgentDepth {
+		return
+	}
+	indent := strings.Repeat("    ", depth)
+	for _, card := range s.Cards {
+		if card.Agent == nil || card.Agent.Turn == "" {
+			continue
+		}
+		prefix := path + card.CallID + "/"
+		child, err := t.State(ctx, card.Agent.Turn, "")
+		if err != nil {
+			fmt.Fprintf(w, "%s%s: agent %s, turn %s: %v\n", indent, card.CallID, card.Agent.Name, card.Agent.Turn, err)
+			continue
+		}
+		fmt.Fprintf(w, "%s%s: agent %s (%s), turn %s: %s, step %d, %d call(s)\n", indent, card.CallID, card.Agent.Name,
+			strings.Join(card.Agent.Chain, " → "), card.Agent.Turn, child.Status, child.Step, len(child.Cards))
+		if child.Error != "" {
+			fmt.Fprintf(w, "%s  error: %s\n", indent, child.Error)
+		}
+		for _, cc := range child.Cards {
+			fmt.Fprintf(w, "%s  %-18s %s\n", indent, cc.State, cc.Summary())
+			if cc.State.Waiting() && !child.Status.Final() {
+				routed := cc
+				routed.CallID = prefix + cc.CallID
+				fmt.Fprintf(w, "%s  %-18s → %s\n", indent, "", hint(top, routed))
+			}
+		}
+		printChildTurns(ctx, w, t, top, prefix, child, depth+1)
+	}
 }
 
 // printState is the human view of the state query: the turn's status,

@@ -56,6 +56,11 @@ type Event struct {
 	Turn    string    `json:"turn"`
 	Session string    `json:"session,omitempty"`
 	Time    time.Time `json:"time"`
+	// Parent and ParentCall name the turn and the call that ran this
+	// turn's agent as a tool, so a watcher of the top turn can relate a
+	// child's events to the calling card; empty for a turn nobody called.
+	Parent     string `json:"parent,omitempty"`
+	ParentCall string `json:"parent_call,omitempty"`
 
 	// Call names the model call that text, tool_call and reset events
 	// belong to; it stays the same when that call is retried. Step is the

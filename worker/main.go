@@ -326,6 +326,9 @@ func printBanner(f flags, workspace, uiURL string, gw *devGateway, events *liveE
 	if events != nil {
 		ui += fmt.Sprintf("  Live events      %s  (TOLLGATE_NATS_URL for more workers and gateways)\n", events.url)
 	}
+	if f.agentsFile != "" {
+		ui += fmt.Sprintf("  Agents           %s  (go run ./starter agents lists them; run one with --agent NAME)\n", f.agentsFile)
+	}
 	fmt.Fprintf(os.Stderr, `
 Tollgate worker ready.
   Temporal server  %s (namespace %s)

@@ -73,6 +73,12 @@ type Resolved struct {
 type Caller struct {
 	Call  string   `json:"call"`
 	Chain []string `json:"chain,omitempty"`
+	// Budget is what the calling turn had left of its budget (and its
+	// session's) when it called, and OnBudget its policy's on_budget: the
+	// called agent's turn spends no more than that, whatever its own
+	// budget says.
+	Budget   *Budget  `json:"budget,omitempty"`
+	OnBudget OnBudget `json:"on_budget,omitempty"`
 }
 
 // ChildWaits is the payload of the ChildWaitsName Signal.
@@ -370,6 +376,16 @@ func (t *turn) chain() []string {
 	return nil
 }
 
+// callerOf names the turn and the call that ran this turn's agent as a
+// tool; both empty for a turn nobody called.
+func (t *turn) callerOf(ctx workflow.Context) (turnID, callID string) {
+	p := workflow.GetInfo(ctx).ParentWorkflowExecution
+	if t.in.Caller == nil || p == nil {
+		return "", ""
+	}
+	return p.ID, t.in.Caller.Call
+}
+
 // ChildTurnID is the workflow id of the turn that runs call callID of
 // turn turnID when the call runs another agent.
 func ChildTurnID(turnID, callID string) string { return turnID + "/" + callID }
@@ -409,13 +425,23 @@ func (t *turn) runAgent(ctx workflow.Context, c *call, name string) {
 		c.fail(results.FailureToolError, fmt.Sprintf("agents call each other at most %d deep, so the agent %s was not called; answer with what you have", MaxAgentDepth, name), "", "")
 		return
 	}
-	c.card.Agent = &results.AgentCall{Name: name, Turn: id, Chain: chain}
 	in := Input{
 		Agent:  name,
 		Prompt: args.Task,
 		User:   t.in.User,
 		Caller: &Caller{Call: c.card.CallID, Chain: chain},
 	}
+	if t.v >= childBudgetVersion {
+		left, reached, bounded := t.budgetLeft(workflow.Now(ctx))
+		if len(reached) > 0 {
+			c.fail(results.FailureToolError, fmt.Sprintf("the budget is spent (%s), so the agent %s was not called; answer with what you have", strings.Join(reached, ", "), name), "", "")
+			return
+		}
+		if bounded {
+			in.Caller.Budget, in.Caller.OnBudget = &left, t.in.Policy.OnBudget
+		}
+	}
+	c.card.Agent = &results.AgentCall{Name: name, Turn: id, Chain: chain}
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID: id,
 		// A call of the parent's is never left running on its own: the
@@ -427,6 +453,11 @@ func (t *turn) runAgent(ctx workflow.Context, c *call, name string) {
 	}
 	if t.ui {
 		opts.StaticSummary = fmt.Sprintf("agent %s for %s", name, c.card.CallID)
+	}
+	if t.features.SearchAttributes && t.v >= childBudgetVersion {
+		// Set at the start, so no list ever shows the child as a turn of
+		// its own.
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(ParentAttr.ValueSet(clipBytes(t.id, maxKeywordAttrBytes)))
 	}
 	cctx := workflow.WithChildOptions(ctx, opts)
 	var res Result
@@ -451,6 +482,11 @@ func (t *turn) runAgent(ctx workflow.Context, c *call, name string) {
 		c.clear()
 		c.card.State = results.StateSucceeded
 		c.card.Output = agentOutput(res)
+		if t.v >= childBudgetVersion {
+			if note := unknownOutcomes(name, res); note != "" {
+				c.card.Output.Parts = append(c.card.Output.Parts, results.TextPart(note))
+			}
+		}
 	default:
 		c.fail(results.FailureToolError, agentFailure(name, res), "", "")
 	}
@@ -491,6 +527,22 @@ func agentOutput(res Result) *results.Success {
 		}
 	}
 	return s
+}
+
+// unknownOutcomes names the child's calls that ended with their outcome
+// unknown: the child's model was told, but its answer may not say so, and
+// the caller must not take the work as done or do it again unawares.
+func unknownOutcomes(name string, res Result) string {
+	var lines []string
+	for _, card := range res.Cards {
+		if card.Failure != nil && card.Failure.Reason == results.FailureOutcomeUnknown {
+			lines = append(lines, card.CallID+" ("+card.Tool+"): "+results.OutcomeUnknownMessage)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "Calls of the agent " + name + " whose outcome is unknown:\n" + strings.Join(lines, "\n")
 }
 
 // agentFailure says, for the model, why an agent's turn gave no answer.

@@ -3,6 +3,7 @@ package workflows
 import (
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate/model/pricing"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/storage/transcript"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/tool"
 )
 
@@ -39,8 +41,14 @@ const parentID = "parent"
 // playing its script.
 func newAgentHarness(t *testing.T, agents []Agent, scripts map[string][]results.Message) (*harness, agentModels) {
 	t.Helper()
+	return newAgentHarnessWith(t, Features{}, agents, scripts)
+}
+
+// newAgentHarnessWith is newAgentHarness with the worker's other features.
+func newAgentHarnessWith(t *testing.T, f Features, agents []Agent, scripts map[string][]results.Message) (*harness, agentModels) {
+	t.Helper()
 	require.NoError(t, ValidateAgents(agents, nil))
-	f := Features{Agents: map[string]Agent{}}
+	f.Agents = map[string]Agent{}
 	for _, a := range agents {
 		f.Agents[a.Name] = a
 	}
@@ -195,6 +203,52 @@ func TestSubAgentsOfOneStepRunInParallelAndWaitsSurfaceInTheParent(t *testing.T)
 		require.Empty(t, c.Agent.Waiting)
 	}
 	require.Equal(t, []string{"write:x=y", "write:x=y"}, h.log.all())
+}
+
+// A called agent's live events name its caller, and the calling turn's
+// stream carries the child's wait on the calling card as it comes and
+// goes.
+func TestAChildsLiveEventsNameItsCallerAndTheParentStreamsItsWait(t *testing.T) {
+	events := &eventLog{}
+	h, _ := newAgentHarnessWith(t, Features{Events: events}, []Agent{boss, researcher, billing}, map[string][]results.Message{
+		"fake:boss": {
+			calls("", tc("call_1", "agent_researcher", `{"task":"a"}`)),
+			calls("done"),
+		},
+		"fake:researcher": {
+			calls("", tc("call_1", "write", `{"path":"x","content":"y"}`)),
+			calls("wrote it"),
+		},
+	})
+	h.env.RegisterDelayedCallback(func() {
+		child, r := RouteResponse(parentID, Response{CallID: "call_1/call_1", Decision: results.DecisionApprove, By: "ann"})
+		require.NoError(t, h.env.UpdateWorkflowByID(child, RespondName, "u-1", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("rejected: %v", err) }, OnComplete: func(any, error) {},
+		}, r))
+	}, time.Minute)
+	res := runTurn(t, h, Input{Agent: "boss", Prompt: "go"})
+	require.Equal(t, StatusCompleted, res.Status, res.Error)
+
+	var parentWaits []int
+	childEvents := 0
+	for _, ev := range events.of(stream.TypeCard) {
+		switch ev.Turn {
+		case parentID:
+			require.Empty(t, ev.Parent)
+			if ev.Card.CallID == "call_1" && ev.Card.State == results.StateRunning && ev.Card.Agent != nil {
+				parentWaits = append(parentWaits, len(ev.Card.Agent.Waiting))
+			}
+		case parentID + "/call_1":
+			childEvents++
+			require.Equal(t, parentID, ev.Parent)
+			require.Equal(t, "call_1", ev.ParentCall)
+			require.Empty(t, ev.Session, "a called agent's turn is no session's")
+		}
+	}
+	require.Positive(t, childEvents)
+	i := slices.Index(parentWaits, 1)
+	require.GreaterOrEqual(t, i, 0, "the calling card is published when the child's wait comes: %v", parentWaits)
+	require.Contains(t, parentWaits[i:], 0, "and when it goes: %v", parentWaits)
 }
 
 func TestTheParentPointsAResponseForAChildCallAtTheChild(t *testing.T) {
@@ -449,6 +503,45 @@ func TestWhatAChildAgentUsesCountsAgainstTheCallersBudget(t *testing.T) {
 	require.Len(t, models["fake:boss"].requests, 1, "the boss was not called again")
 	require.Equal(t, 45, res.Usage.InputTokens+res.Usage.OutputTokens)
 	require.Equal(t, 2, res.Budget.Spent.ToolCalls, "the boss's call and the child's")
+}
+
+// A called agent gets what its caller has left of its budget, and the
+// caller's on_budget: it cannot spend past its caller's limit.
+func TestAChildAgentSpendsNoMoreThanItsCallerHasLeft(t *testing.T) {
+	h, models := newAgentHarness(t, []Agent{boss, researcher, billing}, map[string][]results.Message{
+		"fake:boss": {
+			calls("", tc("call_1", "agent_researcher", `{"task":"find"}`)),
+			calls("never asked"),
+		},
+		"fake:researcher": {
+			calls("", tc("call_1", "echo", `{"text":"fact"}`)),
+			calls("never asked either"),
+		},
+	})
+	// The boss's own model call leaves one of three to the child.
+	res := runTurn(t, h, Input{Agent: "boss", Prompt: "go", Policy: Policy{Budget: Budget{ModelCalls: 2, Tokens: 1000}, OnBudget: OnBudgetStop}})
+	require.Equal(t, StatusBudgetExhausted, res.Status)
+	require.Len(t, models["fake:researcher"].requests, 1, "the child stopped at the one model call it was given")
+	require.Len(t, models["fake:boss"].requests, 1)
+	c := mustCard(t, res.Cards, "call_1")
+	require.Equal(t, results.StateFailed, c.State)
+	require.Contains(t, c.Failure.Message, "budget_exhausted")
+}
+
+// A caller whose budget is already spent does not start the agent: the
+// call is a tool error that says so.
+func TestACallerWithNoBudgetLeftDoesNotCallTheAgent(t *testing.T) {
+	h, models := newAgentHarness(t, []Agent{boss, researcher, billing}, map[string][]results.Message{
+		"fake:boss":       {calls("", tc("call_1", "agent_researcher", `{"task":"find"}`))},
+		"fake:researcher": {calls("never asked")},
+	})
+	// The boss's first model call uses 15 tokens of 10.
+	res := runTurn(t, h, Input{Agent: "boss", Prompt: "go", Policy: Policy{Budget: Budget{Tokens: 10}, OnBudget: OnBudgetStop}})
+	require.Equal(t, StatusBudgetExhausted, res.Status)
+	c := mustCard(t, res.Cards, "call_1")
+	require.Equal(t, results.StateFailed, c.State)
+	require.Contains(t, c.Failure.Message, "the budget is spent (15 of 10 tokens), so the agent researcher was not called")
+	require.Empty(t, models["fake:researcher"].requests, "the child never ran")
 }
 
 func TestARespondSignalToTheParentReachesTheChild(t *testing.T) {

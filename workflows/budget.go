@@ -104,6 +104,72 @@ func nonNegative(field string, b Budget) error {
 	return nil
 }
 
+// budgetLeft is what the turn may still use: of its budget and of its
+// session's, the smaller of each limit, with what it has already used
+// taken off. reached names the limits already met before the calling
+// tool call (counted already) was made; bounded is false when nothing
+// limits the turn.
+func (t *turn) budgetLeft(now time.Time) (left Budget, reached []string, bounded bool) {
+	before := func(s Spent) Spent {
+		s.ToolCalls--
+		return s
+	}
+	if !t.budget.empty() {
+		spent := t.spentAt(now)
+		reached = overBudget(t.budget, before(spent))
+		left, bounded = tighter(left, t.budget.less(spent)), true
+	}
+	if t.session != nil && !t.session.Limit.empty() {
+		spent := t.sessionSpentAt(now)
+		reached = append(reached, overBudget(t.session.Limit, before(spent))...)
+		left, bounded = tighter(left, t.session.Limit.less(spent)), true
+	}
+	return left, reached, bounded
+}
+
+// less is what is left of b once s is used: only b's limits, each at
+// least its smallest unit, since a zero would mean unbounded (callers
+// check overBudget first).
+func (b Budget) less(s Spent) Budget {
+	if b.Tokens > 0 {
+		b.Tokens = max(b.Tokens-s.Tokens, 1)
+	}
+	if b.Cost > 0 {
+		b.Cost = max(b.Cost-s.Cost, 1e-9)
+	}
+	if b.ModelCalls > 0 {
+		b.ModelCalls = max(b.ModelCalls-s.ModelCalls, 1)
+	}
+	if b.ToolCalls > 0 {
+		b.ToolCalls = max(b.ToolCalls-s.ToolCalls, 1)
+	}
+	if b.WallTime > 0 {
+		b.WallTime = max(b.WallTime-s.WallTime, Duration(time.Second))
+	}
+	return b
+}
+
+// tighter is, limit by limit, the smaller of a and b, where zero is no
+// limit.
+func tighter(a, b Budget) Budget {
+	lower := func(x, y int) int {
+		if x == 0 || (y != 0 && y < x) {
+			return y
+		}
+		return x
+	}
+	a.Tokens = lower(a.Tokens, b.Tokens)
+	a.ModelCalls = lower(a.ModelCalls, b.ModelCalls)
+	a.ToolCalls = lower(a.ToolCalls, b.ToolCalls)
+	if a.Cost == 0 || (b.Cost != 0 && b.Cost < a.Cost) {
+		a.Cost = b.Cost
+	}
+	if a.WallTime == 0 || (b.WallTime != 0 && b.WallTime < a.WallTime) {
+		a.WallTime = b.WallTime
+	}
+	return a
+}
+
 // spentAt is what the turn has used by now, its wall time counted from
 // when its first run began.
 func (t *turn) spentAt(now time.Time) Spent {

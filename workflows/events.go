@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -30,6 +31,10 @@ type liveEvents struct {
 	turn    string
 	session string
 	run     string
+	// parent and parentCall are the turn and call that called this
+	// turn's agent; a called agent's turn files its events under no
+	// session (its parent is a turn, not a session).
+	parent, parentCall string
 	// cards is what was last published of each call's card; status is
 	// the last published status.
 	cards  map[string]cardMark
@@ -46,10 +51,17 @@ type cardMark struct {
 	decisions int
 	edited    bool
 	escalated bool
+	// agentWaits is what waits in the agent the call runs, so that the
+	// calling card is published again when a child's wait comes or goes.
+	agentWaits string
 }
 
 func markOf(c results.Card) cardMark {
-	return cardMark{state: c.State, queued: c.Queued, decisions: len(c.Decisions), edited: len(c.EditedArguments) > 0, escalated: c.Approval != nil && c.Approval.Escalated}
+	m := cardMark{state: c.State, queued: c.Queued, decisions: len(c.Decisions), edited: len(c.EditedArguments) > 0, escalated: c.Approval != nil && c.Approval.Escalated}
+	if c.Agent != nil {
+		m.agentWaits = waitKey(c.Agent.Waiting)
+	}
+	return m
 }
 
 // startEvents begins publishing the turn's live events, when the worker
@@ -61,8 +73,10 @@ func (t *turn) startEvents(ctx workflow.Context, f Features) {
 	}
 	info := workflow.GetInfo(ctx)
 	e := &liveEvents{pub: f.Events, turn: t.id, run: info.WorkflowExecution.RunID, cards: map[string]cardMark{}}
-	if p := info.ParentWorkflowExecution; p != nil {
-		e.session = p.ID
+	if e.parent, e.parentCall = t.callerOf(ctx); e.parent == "" {
+		if p := info.ParentWorkflowExecution; p != nil {
+			e.session = p.ID
+		}
 	}
 	t.events = e
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -104,6 +118,13 @@ func (e *liveEvents) publishChanges(ctx workflow.Context, t *turn) {
 		}
 		e.cards[c.card.CallID] = m
 		card := c.card
+		if card.Agent != nil {
+			// The turn goes on changing its agent call; the publisher
+			// may encode the event later.
+			a := *card.Agent
+			a.Waiting = slices.Clone(a.Waiting)
+			card.Agent = &a
+		}
 		e.send(ctx, stream.Event{Type: stream.TypeCard, Card: &card, ToolCallID: card.CallID})
 	}
 	if s := t.currentStatus(); s != e.status {
@@ -149,6 +170,7 @@ func (e *liveEvents) send(ctx workflow.Context, ev stream.Event) {
 		return
 	}
 	ev.Turn, ev.Session, ev.Time = e.turn, e.session, workflow.Now(ctx).UTC()
+	ev.Parent, ev.ParentCall = e.parent, e.parentCall
 	ev.Key = fmt.Sprintf("%s/%d/%d", e.run, e.task, e.seq)
 	e.pub.Publish(ev)
 }

@@ -54,6 +54,16 @@ func validateInput(in Input) error {
 			return err
 		}
 	}
+	if c := in.Caller; c != nil {
+		if c.Budget != nil {
+			if err := nonNegative("caller.budget", *c.Budget); err != nil {
+				return err
+			}
+		}
+		if err := validateBudget(Policy{OnBudget: c.OnBudget}); err != nil {
+			return fmt.Errorf("caller: %w", err)
+		}
+	}
 	seen := map[string]bool{}
 	for _, t := range in.Tools {
 		if seen[t] {

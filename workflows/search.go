@@ -19,6 +19,10 @@ var (
 	WaitingToolsAttr = temporal.NewSearchAttributeKeyKeywordList("TollgateWaitingTools")
 	UserAttr         = temporal.NewSearchAttributeKeyKeyword("TollgateUser")
 	SessionAttr      = temporal.NewSearchAttributeKeyKeyword("TollgateSession")
+	// ParentAttr is set on the turn of an agent that another turn called
+	// as a tool: the calling turn's id. Lists leave such turns out unless
+	// asked, since they show under their caller.
+	ParentAttr = temporal.NewSearchAttributeKeyKeyword("TollgateParent")
 )
 
 // SearchAttributes are the names and types a server must have registered
@@ -30,6 +34,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		WaitingToolsAttr.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 		UserAttr.GetName():         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SessionAttr.GetName():      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		ParentAttr.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 

@@ -213,7 +213,14 @@ const rulesVersion = modelQueuesVersion + 3
 // the marker (AgentTurn, for turns that name agents, and setup) ask with
 // it: the marker is recorded once, so a lower maximum at the first would
 // hold a new turn below every later version.
-const latestTurnVersion = rulesVersion
+const latestTurnVersion = childBudgetVersion
+
+// childBudgetVersion of the turn's change marker hands a called agent the
+// caller's remaining budget, so a child cannot spend past its caller's
+// limits, and tells the caller's model which of the child's calls ended
+// with their outcome unknown (agents.go). Versions 12 and 13 are being
+// added in parallel.
+const childBudgetVersion = rulesVersion + 3
 
 // fast reports whether the turn runs local tools locally and pins its
 // workspace tools (fastToolsVersion).
@@ -227,6 +234,13 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.nextSuffix = map[string]int{}
 	t.earlierIDs = idSet{}
 	t.budget, t.startedAt = t.in.Policy.Budget, workflow.Now(ctx)
+	if c := t.in.Caller; c != nil && c.Budget != nil && t.in.Continued == nil && t.v >= childBudgetVersion {
+		// A called agent spends at most what its caller had left.
+		t.budget = tighter(t.budget, *c.Budget)
+		if t.in.Policy.OnBudget == "" {
+			t.in.Policy.OnBudget = c.OnBudget
+		}
+	}
 	if sb := t.in.SessionBudget; sb != nil && t.compacting() {
 		copied := *sb
 		t.session = &copied

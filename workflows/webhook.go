@@ -33,6 +33,9 @@ func (t *turn) emit(ctx workflow.Context, typ, key string, card *results.Card) {
 		Card: card,
 		At:   workflow.Now(ctx),
 	}
+	if t.v >= childBudgetVersion {
+		e.ParentTurn, e.ParentCall = t.callerOf(ctx)
+	}
 	if typ == webhook.TypeTurnEnded {
 		e.Status = string(t.status)
 		e.Text = clipBytes(t.text, webhook.MaxText)

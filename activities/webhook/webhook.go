@@ -101,12 +101,16 @@ type Event struct {
 	// workflow did not. A call.waiting event's links are bound to it
 	// (signedtoken.LinkClaims.Run), and an event without it (scheduled
 	// before it existed) carries none.
-	Run    string        `json:"run_id,omitempty"`
-	User   string        `json:"user,omitempty"`
-	Card   *results.Card `json:"card,omitempty"`   // call.waiting, call.decided
-	Status string        `json:"status,omitempty"` // turn.ended: the turn's final status
-	Text   string        `json:"text,omitempty"`   // turn.ended: final text, bounded by MaxText
-	At     time.Time     `json:"at"`               // workflow time of the event
+	Run  string `json:"run_id,omitempty"`
+	User string `json:"user,omitempty"`
+	// ParentTurn and ParentCall name the turn and the call that ran this
+	// turn's agent as a tool; empty for a turn nobody called.
+	ParentTurn string        `json:"parent_turn_id,omitempty"`
+	ParentCall string        `json:"parent_call_id,omitempty"`
+	Card       *results.Card `json:"card,omitempty"`   // call.waiting, call.decided
+	Status     string        `json:"status,omitempty"` // turn.ended: the turn's final status
+	Text       string        `json:"text,omitempty"`   // turn.ended: final text, bounded by MaxText
+	At         time.Time     `json:"at"`               // workflow time of the event
 }
 
 func (e Event) validate() error {

@@ -7,6 +7,7 @@ package turnlist
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -31,6 +33,9 @@ const (
 // maxUserLen bounds a user filter; users are principals or names.
 const maxUserLen = 256
 
+// maxParentLen bounds a parent filter: a turn id, as the turn lists it.
+const maxParentLen = 256
+
 // Filter selects turns. The zero value lists the newest DefaultLimit
 // turns of any status and user.
 type Filter struct {
@@ -44,6 +49,11 @@ type Filter struct {
 	Users []string
 	// Limit is how many turns at most; 0 means DefaultLimit.
 	Limit int
+	// Parent, when set, lists the turns of the agents that turn called as
+	// tools (TollgateParent). Otherwise such turns are left out, as they
+	// show under their caller, unless Children is set.
+	Parent   string
+	Children bool
 }
 
 // statuses are the values TollgateStatus takes.
@@ -67,6 +77,12 @@ func (f Filter) Check() error {
 	}
 	if err := checkLiteral(f.User); err != nil {
 		return err
+	}
+	if len(f.Parent) > maxParentLen {
+		return fmt.Errorf("parent is longer than %d bytes", maxParentLen)
+	}
+	if err := checkLiteral(f.Parent); err != nil {
+		return fmt.Errorf("parent: %w", err)
 	}
 	for _, u := range f.Users {
 		if u == "" || len(u) > maxUserLen {
@@ -109,6 +125,12 @@ func (f Filter) Query() string {
 	if len(f.Users) > 0 {
 		q += fmt.Sprintf(" AND %s IN ('%s')", workflows.UserAttr.GetName(), strings.Join(f.Users, "', '"))
 	}
+	switch {
+	case f.Parent != "":
+		q += fmt.Sprintf(" AND %s = '%s'", workflows.ParentAttr.GetName(), f.Parent)
+	case !f.Children:
+		q += fmt.Sprintf(" AND %s IS NULL", workflows.ParentAttr.GetName())
+	}
 	return q
 }
 
@@ -145,6 +167,13 @@ func List(ctx context.Context, c client.Client, f Filter) ([]Turn, error) {
 		limit = DefaultLimit
 	}
 	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: int32(limit), Query: f.Query()})
+	var invalid *serviceerror.InvalidArgument
+	if err != nil && f.Parent == "" && !f.Children && errors.As(err, &invalid) && strings.Contains(invalid.Error(), workflows.ParentAttr.GetName()) {
+		// A server without TollgateParent registered marks no turn as a
+		// child either: list them all rather than nothing.
+		f.Children = true
+		resp, err = c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: int32(limit), Query: f.Query()})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list turns (%s): %w", f.Query(), err)
 	}

@@ -13,11 +13,12 @@ import (
 )
 
 func TestQuery(t *testing.T) {
-	require.Equal(t, "WorkflowType = 'AgentTurn'", Filter{}.Query())
-	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateStatus = 'waiting' AND ExecutionStatus = 'Running' AND TollgateUser = 'ann@example.com'",
+	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateParent IS NULL", Filter{}.Query())
+	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateStatus = 'waiting' AND ExecutionStatus = 'Running' AND TollgateUser = 'ann@example.com' AND TollgateParent IS NULL",
 		Filter{Status: workflows.StatusWaiting, User: "ann@example.com"}.Query())
-	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateStatus = 'failed'", Filter{Status: workflows.StatusFailed}.Query())
-	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateUser IN ('ann', 'bob')", Filter{Users: []string{"ann", "bob"}}.Query())
+	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateStatus = 'failed'", Filter{Status: workflows.StatusFailed, Children: true}.Query())
+	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateUser IN ('ann', 'bob') AND TollgateParent IS NULL", Filter{Users: []string{"ann", "bob"}}.Query())
+	require.Equal(t, "WorkflowType = 'AgentTurn' AND TollgateParent = 'tollgate-1'", Filter{Parent: "tollgate-1"}.Query())
 }
 
 func TestCheck(t *testing.T) {
@@ -33,6 +34,8 @@ func TestCheck(t *testing.T) {
 		"negative":       {Limit: -1},
 		"limit quote":    {Users: []string{"ann", "a') OR ('1'='1"}},
 		"limit empty":    {Users: []string{""}},
+		"parent quote":   {Parent: "t' OR '1'='1"},
+		"long parent":    {Parent: string(make([]byte, maxParentLen+1))},
 	} {
 		require.Error(t, f.Check(), name)
 	}

@@ -46,7 +46,7 @@ retry ensure_namespace
 # The names and types are the contract in workflows/search.go.
 ensure_search_attributes() {
 	existing=$(temporal operator search-attribute list --namespace "$ns") || return 1
-	for attr in TollgateStatus:Keyword TollgateWaitingCalls:KeywordList TollgateWaitingTools:KeywordList TollgateUser:Keyword TollgateSession:Keyword; do
+	for attr in TollgateStatus:Keyword TollgateWaitingCalls:KeywordList TollgateWaitingTools:KeywordList TollgateUser:Keyword TollgateSession:Keyword TollgateParent:Keyword; do
 		name=${attr%%:*} type=${attr#*:}
 		if printf '%s\n' "$existing" | grep -qw "$name"; then
 			echo "search attribute $name exists"
