@@ -68,7 +68,8 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // model's context window and reports each model call's usage; version 10
 // (agentsVersion) runs named agents, agents as tools and handoffs
 // (agents.go); version 11 (rulesVersion) applies the worker's approval
-// rules. Turns that started before a version replay as they ran.
+// rules; version 12 (grantsVersion) remembers approvals as grants
+// (grants.go). Turns that started before a version replay as they ran.
 const (
 	hardeningChange  = "hardening"
 	hardeningVersion = 1
@@ -181,6 +182,9 @@ type turn struct {
 	// one (Input.SessionBudget), its limit as people raised it.
 	session          *SessionBudget
 	lastSessionSpent Spent
+	// grantSession is the session a session grant made in this turn
+	// holds for (setupGrants).
+	grantSession string
 }
 
 func (t *turn) hardened() bool { return t.v >= hardeningVersion }
@@ -213,7 +217,7 @@ const rulesVersion = modelQueuesVersion + 3
 // the marker (AgentTurn, for turns that name agents, and setup) ask with
 // it: the marker is recorded once, so a lower maximum at the first would
 // hold a new turn below every later version.
-const latestTurnVersion = rulesVersion
+const latestTurnVersion = grantsVersion
 
 // fast reports whether the turn runs local tools locally and pins its
 // workspace tools (fastToolsVersion).
@@ -227,6 +231,7 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 	t.nextSuffix = map[string]int{}
 	t.earlierIDs = idSet{}
 	t.budget, t.startedAt = t.in.Policy.Budget, workflow.Now(ctx)
+	t.setupGrants(ctx)
 	if sb := t.in.SessionBudget; sb != nil && t.compacting() {
 		copied := *sb
 		t.session = &copied
