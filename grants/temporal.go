@@ -15,7 +15,7 @@ import (
 // Names of the per-user grants workflow (workflows.GrantsWorkflow) and
 // its handlers. Changing one strands every stored grant.
 const (
-	WorkflowName     = "TollgateGrants"
+	WorkflowName     = "UserGrants"
 	WorkflowIDPrefix = "tollgate-grants/"
 	AddUpdate        = "add"
 	RevokeUpdate     = "revoke"
