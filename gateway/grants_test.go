@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,4 +83,27 @@ func (e *env) start(user, script string) string {
 	require.NoError(e.t, err)
 	e.turns = append(e.turns, id)
 	return id
+}
+
+// The inbox offers to remember an approval for the turn's user, and
+// approving with it stores a grant.
+func TestInboxApprovesAndRemembers(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ann := e.name + "-ann"
+	desk := e.keyFor("desk", []apikey.Scope{apikey.Read, apikey.Respond}, ann)
+	id := e.park("", "one", ann, 1)
+	e.waitListed(id, workflows.StatusWaiting)
+
+	browser := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(browser, desk).code)
+	page := e.inbox(browser)
+	require.Contains(t, page.body, `<option value="user">and remember for `+ann+`</option>`)
+	r := postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"d1"}, "action": {"approve"}, "remember": {"user"}})
+	require.Equal(t, http.StatusSeeOther, r.code, r.body)
+	s := e.waitState(id, "completed", func(s workflows.State) bool { return s.Status == workflows.StatusCompleted })
+	d := card(t, s, "d1").Decisions[0]
+	require.Equal(t, "user", d.Remember)
+	require.NotEmpty(t, d.Grant)
+	r = e.do(request{method: "GET", path: "/v1/grants", key: desk})
+	require.Equal(t, d.Grant, decodeJSON[gateway.GrantList](t, r.body).Grants[0].ID)
 }
