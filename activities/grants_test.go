@@ -22,7 +22,9 @@ func (viaAccount) ConnectionProvider() string { return "tracker" }
 func TestGrantLapsesWhenTheConnectionChanges(t *testing.T) {
 	ctx := context.Background()
 	issues := viaAccount{tool.MustFunc(tool.Spec{Name: "issues", Description: "List issues."},
-		func(context.Context, tool.Call, struct{}) (results.Outcome, error) { return results.SucceedText("ok"), nil })}
+		func(context.Context, tool.Call, struct{}) (results.Outcome, error) {
+			return results.SucceedText("ok"), nil
+		})}
 	reg, err := tool.NewRegistry(issues)
 	require.NoError(t, err)
 	store := conns.NewMemoryStore()
