@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities"
 	"github.com/tollgate-dev/tollgate/activities/builtin"
 	"github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/grants"
 	"github.com/tollgate-dev/tollgate/model/pricing"
 	"github.com/tollgate-dev/tollgate/model/providers"
 	"github.com/tollgate-dev/tollgate/storage/blobstore"
@@ -80,6 +81,7 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 		Outputs:     outputs,
 		Prices:      prices,
 		Events:      cfg.Events,
+		Connections: conns,
 	}, nil
 }
 
@@ -139,6 +141,9 @@ func register(r Registry, f workflows.Features, acts *activities.Activities) {
 	r.RegisterActivityWithOptions(acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
 	r.RegisterActivityWithOptions(acts.DescribeTools, activity.RegisterOptions{Name: activities.DescribeToolsName})
 	r.RegisterActivityWithOptions(acts.PreviewTool, activity.RegisterOptions{Name: activities.PreviewToolName})
+	r.RegisterWorkflowWithOptions(workflows.GrantsWorkflow, workflow.RegisterOptions{Name: grants.WorkflowName})
+	r.RegisterActivityWithOptions(acts.LookupGrants, activity.RegisterOptions{Name: activities.LookupGrantsName})
+	r.RegisterActivityWithOptions(acts.AddGrant, activity.RegisterOptions{Name: activities.AddGrantName})
 	// Local tool runs check that this worker holds the workspace a pinned
 	// call needs (workflows/doc.go, "Workspace affinity").
 	r.RegisterActivityWithOptions(activities.RunLocalTool(acts, f.WorkspaceQueue), activity.RegisterOptions{Name: activities.RunLocalToolName})
@@ -226,6 +231,7 @@ func (p *Plugin) RegisterWorkspace(r Registry) {
 func registerReplayer(r Registry) {
 	r.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AgentSession, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.GrantsWorkflow, workflow.RegisterOptions{Name: grants.WorkflowName})
 }
 
 // workspace resolves the workspace to an absolute, symlink-free path and

@@ -8,6 +8,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	conns "github.com/tollgate-dev/tollgate/connections"
+	"github.com/tollgate-dev/tollgate/grants"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/pricing"
 	"github.com/tollgate-dev/tollgate/storage/transcript"
@@ -63,6 +65,13 @@ type Activities struct {
 	// Events receives the live events of model calls and tool runs (text
 	// as it streams, tool progress). Nil streams nothing.
 	Events stream.Publisher
+	// Connections are the users' account connections; a remembered
+	// grant records the one its tool acts through (grants.go). Nil: no
+	// tool's grant depends on a connection.
+	Connections conns.Store
+	// Grants keeps remembered grants; nil keeps them in each user's
+	// grants workflow, through the activity's Temporal client.
+	Grants grants.Store
 }
 
 // MaxInlineRaw bounds the raw output a tool result and a call's card carry

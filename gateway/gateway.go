@@ -247,6 +247,8 @@ func (s *Server) routes() {
 		http.MethodPost: http.HandlerFunc(s.connectStart),
 	}))
 	m.Handle("/v1/oauth/callback", s.page(methods{http.MethodGet: http.HandlerFunc(s.oauthCallback)}))
+	m.Handle("/v1/grants", s.api(methods{http.MethodGet: s.requireScope(apikey.Read, s.listGrants)}))
+	m.Handle("/v1/grants/{id}", s.api(methods{http.MethodDelete: s.requireScope(apikey.Respond, s.revokeGrant)}))
 	m.Handle("/v1/connections/{provider}", s.api(methods{http.MethodDelete: s.requireScope(apikey.Respond, s.disconnect)}))
 	m.Handle("/v1/", s.api(notFound{}))
 	m.Handle("/inbox", s.page(methods{http.MethodGet: http.HandlerFunc(s.inbox)}))

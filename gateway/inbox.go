@@ -294,7 +294,9 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 	resp := workflows.Response{CallID: callID, By: v.who.Principal, Groups: v.who.Groups}
 	switch action := r.PostFormValue("action"); action {
 	case "approve":
-		resp.Decision = results.DecisionApprove
+		// The turn checks remember (docs/approvals.md): an unknown value
+		// or a call a grant may not stand for is refused with a sentence.
+		resp.Decision, resp.Remember = results.DecisionApprove, r.PostFormValue("remember")
 	case "deny":
 		resp.Decision, resp.Reason = results.DecisionDeny, item.Reason
 	case "edit":

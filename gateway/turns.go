@@ -390,6 +390,10 @@ type respondRequest struct {
 	Reason    string               `json:"reason,omitempty"`
 	Arguments json.RawMessage      `json:"arguments,omitempty"`
 	Answer    json.RawMessage      `json:"answer,omitempty"`
+	// Remember and RememberArgs ask for the approval to be remembered
+	// (docs/approvals.md); the turn checks them.
+	Remember     string `json:"remember,omitempty"`
+	RememberArgs bool   `json:"remember_args,omitempty"`
 	// By is decoded only to refuse it: the key decides who answers.
 	By *json.RawMessage `json:"by,omitempty"`
 }
@@ -411,7 +415,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, http.StatusBadRequest, "the body names no call_id")
 		return
 	}
-	resp := workflows.Response{CallID: req.CallID, Decision: req.Decision, Reason: req.Reason, Arguments: req.Arguments, Answer: req.Answer, By: p.Principal, Groups: p.Groups}
+	resp := workflows.Response{CallID: req.CallID, Decision: req.Decision, Reason: req.Reason, Arguments: req.Arguments, Answer: req.Answer, By: p.Principal, Groups: p.Groups, Remember: req.Remember, RememberArgs: req.RememberArgs}
 	// Without a key the Client names the Update by the response, so only
 	// the same response sent again attaches to the first.
 	var updateID string

@@ -85,6 +85,13 @@ type Decision struct {
 	Reason    string          `json:"reason,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Answer    json.RawMessage `json:"answer,omitempty"`
+	// Remember is an approve's remember (session or user), RememberArgs
+	// its remember_args; Grant is the id of the grant stored from it, or
+	// GrantError says why none was (the approval holds either way).
+	Remember     string `json:"remember,omitempty"`
+	RememberArgs bool   `json:"remember_args,omitempty"`
+	Grant        string `json:"grant,omitempty"`
+	GrantError   string `json:"grant_error,omitempty"`
 }
 
 // Card is one tool call's current state. Which fields are set depends on
@@ -187,6 +194,22 @@ type Approval struct {
 	EscalateGroup string     `json:"escalate_group,omitempty"`
 	EscalatesAt   *time.Time `json:"escalates_at,omitempty"`
 	Escalated     bool       `json:"escalated,omitempty"`
+	// Grant is the remembered approval that let the call run without
+	// asking (Action is then allow).
+	Grant *GrantUse `json:"grant,omitempty"`
+}
+
+// GrantUse names the remembered approval (package grants) a call ran
+// under: its id, for session or user, who approved the call it was made
+// from and when, whether it holds only for the arguments approved then,
+// and for a session grant its session.
+type GrantUse struct {
+	ID      string    `json:"id"`
+	Scope   string    `json:"scope"`
+	By      string    `json:"by,omitempty"`
+	At      time.Time `json:"at"`
+	Args    bool      `json:"args,omitempty"`
+	Session string    `json:"session,omitempty"`
 }
 
 // progress is a pending approval's rule, group and quorum for a summary
@@ -388,6 +411,27 @@ func (f Failure) modelMessage() string {
 // because it is what a log line prints when something has gone wrong; tool
 // names and other model-supplied text are flattened onto one line.
 func (c Card) Summary() string {
+	return c.summary() + c.Approval.grantNote()
+}
+
+// grantNote names the grant a call ran under for a summary line:
+// " [grant g-1a2b, user, approved by ann]".
+func (a *Approval) grantNote() string {
+	if a == nil || a.Grant == nil {
+		return ""
+	}
+	g := a.Grant
+	note := " [grant " + oneLine(g.ID, 40) + ", " + oneLine(g.Scope, 20)
+	if g.Args {
+		note += ", these arguments"
+	}
+	if g.By != "" {
+		note += ", approved by " + oneLine(g.By, 80)
+	}
+	return note + "]"
+}
+
+func (c Card) summary() string {
 	head := oneLine(c.CallID+" "+c.Tool, 200)
 	switch c.State {
 	case StatePendingApproval:

@@ -34,7 +34,10 @@ func (c *cli) respondFlagSet(name, reasonHelp string) (*flag.FlagSet, *respondFl
 
 func (c *cli) cmdApprove(ctx context.Context, args []string) error {
 	fs, f := c.respondFlagSet("approve", "optional `reason`, kept with the decision")
-	var edited string
+	var edited, remember string
+	var rememberArgs bool
+	fs.StringVar(&remember, "remember", "", "remember the approval: `session` or user, so the tool's next calls run without asking (docs/approvals.md)")
+	fs.BoolVar(&rememberArgs, "remember-args", false, "with --remember, only for these same arguments")
 	fs.StringVar(&edited, "args", "", "run the tool with these arguments instead (`JSON`, or @file); validated against the tool's schema, and the model is told")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -43,7 +46,7 @@ func (c *cli) cmdApprove(ctx context.Context, args []string) error {
 	if err := positional(pos, 2, 2, "ID and CALL"); err != nil {
 		return err
 	}
-	r := workflows.Response{CallID: pos[1], Decision: results.DecisionApprove}
+	r := workflows.Response{CallID: pos[1], Decision: results.DecisionApprove, Remember: remember, RememberArgs: rememberArgs}
 	if edited != "" {
 		if r.Arguments, err = jsonArg("--args", edited); err != nil {
 			return err

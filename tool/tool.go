@@ -121,3 +121,13 @@ func decodeArgs[A any](call Call) (A, error) {
 	}
 	return args, nil
 }
+
+// ConnectionUser is a tool that acts through the calling user's account
+// connection (package connections) to a provider. Remembered grants
+// (package grants) hold only while that connection is the one they were
+// made with.
+type ConnectionUser interface {
+	// ConnectionProvider names the provider; empty when this tool, as
+	// configured, uses no user's connection.
+	ConnectionProvider() string
+}

@@ -258,7 +258,9 @@ func (t *turn) wait(ctx workflow.Context, c *call) {
 		c.endWait(reason, "")
 	default:
 		c.completeApproval()
+		r := c.pending
 		t.apply(c)
+		t.remember(ctx, c, r)
 	}
 	c.applied++
 	t.emitDecided(ctx, c)

@@ -179,6 +179,13 @@ type Response struct {
 	// By: as whoever may send respond says (the gateway sets both from
 	// the caller's API key; see docs/security.md).
 	Groups []string `json:"groups,omitempty"`
+	// Remember, with approve, remembers the approval as a grant: for
+	// the rest of the session ("session") or for every turn of the
+	// turn's user ("user"), so the same tool runs without asking;
+	// RememberArgs limits it to the approved arguments. See
+	// docs/approvals.md.
+	Remember     string `json:"remember,omitempty"`
+	RememberArgs bool   `json:"remember_args,omitempty"`
 }
 
 // Status is where the whole turn has got to.

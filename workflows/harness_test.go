@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tollgate-dev/tollgate/activities"
+	"github.com/tollgate-dev/tollgate/grants"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/pricing"
 	"github.com/tollgate-dev/tollgate/results"
@@ -227,6 +228,9 @@ type harness struct {
 	log       *toolLog
 	connected *sync.Map
 	store     *transcript.Store
+	// grants is the turn's grant store (grants_test.go).
+	grants *grants.Memory
+	reg    *tool.Registry
 }
 
 // testWorkerOptions: the SDK's deadlock detector fails a workflow task
@@ -248,9 +252,10 @@ func newHarnessWith(t *testing.T, f Features, replies ...results.Message) *harne
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(testWorkerOptions)
 	env.SetStartTime(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	h := &harness{env: env, model: &fakeModel{replies: replies}, log: &toolLog{}, connected: &sync.Map{}}
+	h := &harness{env: env, model: &fakeModel{replies: replies}, log: &toolLog{}, connected: &sync.Map{}, grants: &grants.Memory{}}
 	reg, err := tool.NewRegistry(testTools(t, h.log, h.connected)...)
 	require.NoError(t, err)
+	h.reg = reg
 	store, err := transcript.NewStore(t.TempDir())
 	require.NoError(t, err)
 	h.store = store
@@ -258,7 +263,7 @@ func newHarnessWith(t *testing.T, f Features, replies ...results.Message) *harne
 	// "fake:model" has a price; "fake:unpriced" has none.
 	prices := pricing.Default()
 	require.NoError(t, prices.Merge([]byte(`{"fake:model": {"input": 1000, "output": 2000}}`)))
-	env.RegisterActivity(&activities.Activities{Tools: reg, Models: h.model, Transcripts: store, Workspace: t.TempDir(), Prices: prices})
+	env.RegisterActivity(&activities.Activities{Tools: reg, Models: h.model, Transcripts: store, Workspace: t.TempDir(), Prices: prices, Grants: h.grants})
 	return h
 }
 

@@ -31,7 +31,7 @@ type payloadKind struct {
 
 var (
 	respondPayload = payloadKind{name: "respond", example: `{"call_id": "...", "decision": "approve"}`, max: MaxRespondBytes,
-		fields: []string{"call_id", "decision", "reason", "by", "answer", "arguments"}}
+		fields: []string{"call_id", "decision", "reason", "by", "answer", "arguments", "remember"}}
 	sendPayload = payloadKind{name: "send", example: `{"text": "...", "by": "..."}`, max: maxSendBytes,
 		fields: []string{"text", "by"}}
 	endPayload = payloadKind{name: "end", example: `{"by": "...", "reason": "..."}`, max: maxEndBytes,

@@ -178,6 +178,9 @@ func (t *turn) validateResponse(r Response) error {
 			}
 		}
 	}
+	if err := t.checkRemember(c, r); err != nil {
+		return err
+	}
 	switch r.Decision {
 	case results.DecisionApprove:
 		if c.budget && len(r.Arguments) > 0 {

@@ -33,6 +33,7 @@ func (t *turn) decide(ctx workflow.Context, cs []*call) {
 		}
 		t.applyDecision(c, d)
 	}
+	t.applyGrants(ctx, cs)
 }
 
 // ruleDecisions asks the worker's rules about calls, in a SideEffect.

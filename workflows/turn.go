@@ -68,7 +68,8 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // model's context window and reports each model call's usage; version 10
 // (agentsVersion) runs named agents, agents as tools and handoffs
 // (agents.go); version 11 (rulesVersion) applies the worker's approval
-// rules. Turns that started before a version replay as they ran.
+// rules; version 12 (grantsVersion) remembers approvals as grants
+// (grants.go). Turns that started before a version replay as they ran.
 const (
 	hardeningChange  = "hardening"
 	hardeningVersion = 1
@@ -181,6 +182,9 @@ type turn struct {
 	// one (Input.SessionBudget), its limit as people raised it.
 	session          *SessionBudget
 	lastSessionSpent Spent
+	// grantSession is the session a session grant made in this turn
+	// holds for (setupGrants).
+	grantSession string
 }
 
 func (t *turn) hardened() bool { return t.v >= hardeningVersion }
@@ -218,8 +222,7 @@ const latestTurnVersion = childBudgetVersion
 // childBudgetVersion of the turn's change marker hands a called agent the
 // caller's remaining budget, so a child cannot spend past its caller's
 // limits, and tells the caller's model which of the child's calls ended
-// with their outcome unknown (agents.go). Versions 12 and 13 are being
-// added in parallel.
+// with their outcome unknown (agents.go).
 const childBudgetVersion = rulesVersion + 3
 
 // fast reports whether the turn runs local tools locally and pins its
@@ -241,6 +244,7 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 			t.in.Policy.OnBudget = c.OnBudget
 		}
 	}
+	t.setupGrants(ctx)
 	if sb := t.in.SessionBudget; sb != nil && t.compacting() {
 		copied := *sb
 		t.session = &copied

@@ -53,7 +53,7 @@ func listIssuesTool(opts Options) (tool.Tool, error) {
 	if _, err := url.Parse(base); err != nil {
 		return nil, fmt.Errorf("GitHub base URL %q: %w", opts.GitHubBaseURL, err)
 	}
-	return tool.Func(tool.Spec{
+	t, err := tool.Func(tool.Spec{
 		Name:        ListIssues,
 		Description: "List the issues of a GitHub repository (pull requests excluded), using the user's GitHub connection. If the user has not connected GitHub yet, they are asked to.",
 		Idempotent:  true,
@@ -90,7 +90,20 @@ func listIssuesTool(opts Options) (tool.Tool, error) {
 		out, err := listIssues(ctx, opts.HTTPClient, base, cred.Token, args.Owner, args.Repo, state)
 		return redactOutcome(out, err, cred.Token)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return connectedTool{Tool: t, provider: githubProvider}, nil
 }
+
+// connectedTool says which user connection a tool acts through, so a
+// remembered grant for it lapses when the user connects again.
+type connectedTool struct {
+	tool.Tool
+	provider string
+}
+
+func (t connectedTool) ConnectionProvider() string { return t.provider }
 
 func listIssues(ctx context.Context, client *http.Client, base, token, owner, repo, state string) (results.Outcome, error) {
 	endpoint := fmt.Sprintf("%s/repos/%s/%s/issues?state=%s&per_page=%d", base, url.PathEscape(owner), url.PathEscape(repo), state, issuesPerPage)

@@ -1,0 +1,109 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate"
+	"github.com/tollgate-dev/tollgate/gateway"
+	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/workflows"
+)
+
+// An approve with remember=user through the gateway lets the user's next
+// turn make the same call without asking, its card naming the grant; a
+// key limited to the user lists and revokes it, a key of another user
+// does neither, and once revoked the call asks again.
+func TestGrantsThroughTheGateway(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ann, bob := e.name+"-ann", e.name+"-bob"
+	desk := e.keyFor("desk", []apikey.Scope{apikey.Read, apikey.Respond, apikey.Start}, ann)
+	other := e.keyFor("other", []apikey.Scope{apikey.Read, apikey.Respond}, bob)
+
+	first := e.park("", "one", ann, 1)
+	r := e.do(request{method: "POST", path: "/v1/turns/" + first + "/respond", key: desk, header: jsonBody, body: `{"call_id":"d1","decision":"approve","remember":"forever"}`})
+	require.Equal(t, http.StatusUnprocessableEntity, r.code, r.body)
+	require.Equal(t, `remember "forever" is not one of session, user`, r.error(t))
+	r = e.do(request{method: "POST", path: "/v1/turns/" + first + "/respond", key: desk, header: jsonBody, body: `{"call_id":"d1","decision":"approve","remember":"user"}`})
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	s := e.waitState(first, "completed", func(s workflows.State) bool { return s.Status == workflows.StatusCompleted })
+	d := card(t, s, "d1").Decisions[0]
+	require.Equal(t, "user", d.Remember)
+	require.NotEmpty(t, d.Grant, "the grant was stored: %+v", d)
+
+	second := e.start(ann, "one")
+	s = e.waitState(second, "completed", func(s workflows.State) bool { return s.Status == workflows.StatusCompleted })
+	c := card(t, s, "d1")
+	require.Equal(t, results.StateSucceeded, c.State)
+	require.Empty(t, c.Decisions, "nobody was asked")
+	require.Equal(t, d.Grant, c.Approval.Grant.ID)
+	require.Equal(t, "desk", c.Approval.Grant.By)
+	r = e.do(request{method: "GET", path: "/v1/turns/" + second, key: desk})
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	require.Contains(t, r.body, `"grant":{"id":"`+d.Grant+`"`)
+
+	r = e.do(request{method: "GET", path: "/v1/grants", key: desk})
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	list := decodeJSON[gateway.GrantList](t, r.body)
+	require.Equal(t, ann, list.User)
+	require.Len(t, list.Grants, 1)
+	require.Equal(t, d.Grant, list.Grants[0].ID)
+	require.Equal(t, "deploy", list.Grants[0].Tool)
+
+	r = e.do(request{method: "GET", path: "/v1/grants?user=" + ann, key: other})
+	require.Equal(t, http.StatusForbidden, r.code, r.body)
+	r = e.do(request{method: "DELETE", path: "/v1/grants/" + d.Grant + "?user=" + ann, key: other})
+	require.Equal(t, http.StatusForbidden, r.code, r.body)
+	r = e.do(request{method: "DELETE", path: "/v1/grants/" + d.Grant, key: other})
+	require.Equal(t, http.StatusNotFound, r.code, "bob has no such grant: %s", r.body)
+
+	r = e.do(request{method: "DELETE", path: "/v1/grants/" + d.Grant, key: desk})
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	r = e.do(request{method: "GET", path: "/v1/grants", key: desk})
+	require.Empty(t, decodeJSON[gateway.GrantList](t, r.body).Grants)
+
+	e.park("", "one", ann, 1)
+}
+
+// start starts a turn of script for user and returns its id.
+func (e *env) start(user, script string) string {
+	e.t.Helper()
+	id := fmt.Sprintf("%s-turn-%d", e.name, seq.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	_, err := tollgate.Client{Temporal: e.caller, TaskQueue: e.tq}.Start(ctx, id, workflows.Input{
+		Prompt: "Ship it", Model: "gw:" + script, Tools: []string{"deploy", "notify", "pick", "write_file"}, User: user,
+	})
+	require.NoError(e.t, err)
+	e.turns = append(e.turns, id)
+	return id
+}
+
+// The inbox offers to remember an approval for the turn's user, and
+// approving with it stores a grant.
+func TestInboxApprovesAndRemembers(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ann := e.name + "-ann"
+	desk := e.keyFor("desk", []apikey.Scope{apikey.Read, apikey.Respond}, ann)
+	id := e.park("", "one", ann, 1)
+	e.waitListed(id, workflows.StatusWaiting)
+
+	browser := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(browser, desk).code)
+	page := e.inbox(browser)
+	require.Contains(t, page.body, `<option value="user">and remember for `+ann+`</option>`)
+	r := postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"d1"}, "action": {"approve"}, "remember": {"user"}})
+	require.Equal(t, http.StatusSeeOther, r.code, r.body)
+	s := e.waitState(id, "completed", func(s workflows.State) bool { return s.Status == workflows.StatusCompleted })
+	d := card(t, s, "d1").Decisions[0]
+	require.Equal(t, "user", d.Remember)
+	require.NotEmpty(t, d.Grant)
+	r = e.do(request{method: "GET", path: "/v1/grants", key: desk})
+	require.Equal(t, d.Grant, decodeJSON[gateway.GrantList](t, r.body).Grants[0].ID)
+}
