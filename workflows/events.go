@@ -46,10 +46,18 @@ type cardMark struct {
 	decisions int
 	edited    bool
 	escalated bool
+	// rule, group and quorum change when a re-evaluation changes what a
+	// waiting call needs.
+	rule, group string
+	quorum      int
 }
 
 func markOf(c results.Card) cardMark {
-	return cardMark{state: c.State, queued: c.Queued, decisions: len(c.Decisions), edited: len(c.EditedArguments) > 0, escalated: c.Approval != nil && c.Approval.Escalated}
+	m := cardMark{state: c.State, queued: c.Queued, decisions: len(c.Decisions), edited: len(c.EditedArguments) > 0}
+	if a := c.Approval; a != nil {
+		m.escalated, m.rule, m.group, m.quorum = a.Escalated, a.Rule, a.Group, a.Quorum
+	}
+	return m
 }
 
 // startEvents begins publishing the turn's live events, when the worker

@@ -54,6 +54,9 @@ func validateInput(in Input) error {
 			return err
 		}
 	}
+	if err := validateMetadata(in.Metadata); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, t := range in.Tools {
 		if seen[t] {

@@ -213,7 +213,7 @@ const rulesVersion = modelQueuesVersion + 3
 // the marker (AgentTurn, for turns that name agents, and setup) ask with
 // it: the marker is recorded once, so a lower maximum at the first would
 // hold a new turn below every later version.
-const latestTurnVersion = rulesVersion
+const latestTurnVersion = reevaluateVersion
 
 // fast reports whether the turn runs local tools locally and pins its
 // workspace tools (fastToolsVersion).
@@ -266,6 +266,9 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 		Validator: t.validateUpdate,
 	}); err != nil {
 		return fmt.Errorf("register respond update: %w", err)
+	}
+	if err := t.registerReevaluate(ctx); err != nil {
+		return err
 	}
 	if c := t.in.Continued; c != nil {
 		// Before the Signals are read: a Signal may name a carried call.
