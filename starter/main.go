@@ -140,6 +140,8 @@ var verbs = []verb{
 		"starter disconnect github", (*cli).cmdDisconnect},
 	{"connections", "migrate", "seal the plain token files of the data directory's connection store with the codec keys (once, when encryption is turned on)",
 		"TOLLGATE_CODEC_KEYS_FILE=tollgate-keys starter connections migrate", (*cli).cmdConnections},
+	{"reevaluate", "ID [--by NAME]", "decide the turn's calls waiting for approval again under the workers' current approval rules: allowed calls run, denied ones are refused",
+		"starter reevaluate tollgate-3f2a9c01", (*cli).cmdReevaluate},
 	{"cancel", "ID [CALL]", "with CALL, end that call's wait; without, cancel the whole turn",
 		"starter cancel tollgate-3f2a9c01", (*cli).cmdCancel},
 	{"raw", "ID CALL", "print a call's whole output, which the card may only reference when it is large",
