@@ -211,3 +211,19 @@ func TestReevaluateNeedsATurnWithRules(t *testing.T) {
 	h.run(t, Input{Prompt: "write", Tools: []string{"write"}})
 	require.EqualError(t, re.rejected, "the turn started on a worker without approval rules, so it does not use them; there is nothing to re-evaluate")
 }
+
+// An escalation fires at its delay on the suite's clock: not a second
+// before, and at the delay itself.
+func TestEscalationFiresExactlyAfterItsDelay(t *testing.T) {
+	h := newRulesHarness(t, escalatingRule,
+		calls("", tc("w1", "write", `{"path":"a.md","content":"x"}`)),
+		results.AssistantText("written"))
+	var justBefore, at State
+	h.env.RegisterDelayedCallback(func() { justBefore = h.state(t) }, time.Hour-time.Second)
+	h.env.RegisterDelayedCallback(func() { at = h.state(t) }, time.Hour+time.Millisecond)
+	h.respond(2*time.Hour, Response{CallID: "w1", Decision: results.DecisionApprove, By: "mona", Groups: []string{"managers"}}, nil)
+	h.run(t, Input{Prompt: "write", Tools: []string{"write"}})
+
+	require.False(t, mustCard(t, justBefore.Cards, "w1").Approval.Escalated, "59:59 into the wait")
+	require.True(t, mustCard(t, at.Cards, "w1").Approval.Escalated, "at one hour")
+}
