@@ -4,13 +4,15 @@
 GO       ?= go
 DATA     ?= .tollgate
 WORKSPACE ?= workspace
+# POLICY: an approval rules file for the worker (make run POLICY=examples/policy.yaml)
+POLICY   ?=
 
 .PHONY: run test lint bench histories compose-up compose-down clean test-cluster test-mcp
 
 ## run: embedded Temporal server (SQLite in $(DATA)) and the worker
 run: $(WORKSPACE)/notes.txt
 	$(GO) build -o bin/worker ./worker
-	exec bin/worker --dev --die-with-parent --data $(DATA) --workspace $(WORKSPACE)
+	exec bin/worker --dev --die-with-parent --data $(DATA) --workspace $(WORKSPACE) $(if $(POLICY),--policy $(POLICY))
 
 # The demo turn summarises notes.txt; give a new workspace one to read.
 $(WORKSPACE)/notes.txt:
