@@ -9,6 +9,8 @@ WORKSPACE ?= workspace
 # offline triage team: make run AGENTS=examples/triage/dev/agents.yaml SCRIPTS=examples/triage/dev
 AGENTS   ?=
 SCRIPTS  ?=
+# POLICY: an approval rules file for the worker (make run POLICY=examples/policy.yaml)
+POLICY   ?=
 
 .PHONY: run test lint bench histories compose-up compose-down clean test-cluster test-mcp
 
@@ -16,7 +18,7 @@ SCRIPTS  ?=
 ## AGENTS=FILE and SCRIPTS=DIR add named agents and their scripts
 run: $(WORKSPACE)/notes.txt
 	$(GO) build -o bin/worker ./worker
-	exec env $(if $(SCRIPTS),TOLLGATE_SCRIPTS_DIR=$(SCRIPTS)) bin/worker --dev --die-with-parent --data $(DATA) --workspace $(WORKSPACE) $(if $(AGENTS),--agents $(AGENTS))
+	exec env $(if $(SCRIPTS),TOLLGATE_SCRIPTS_DIR=$(SCRIPTS)) bin/worker --dev --die-with-parent --data $(DATA) --workspace $(WORKSPACE) $(if $(AGENTS),--agents $(AGENTS)) $(if $(POLICY),--policy $(POLICY))
 
 # The demo turn summarises notes.txt; give a new workspace one to read.
 $(WORKSPACE)/notes.txt:

@@ -371,3 +371,34 @@ func (c Client) ContinueWithAgent(ctx context.Context, turnID string, o Continue
 	in.Prompt, in.User = o.Prompt, o.User
 	return c.StartWithOptions(ctx, StartOptions{ID: o.ID, IDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE, ErrorWhenAlreadyStarted: true}, in)
 }
+
+// Reevaluate asks the turn's latest run to decide its calls waiting for
+// approval again, under the approval rules of the worker that runs it now
+// (the reevaluate Update, docs/approvals.md): a call now allowed runs, a
+// call now denied is refused with the rule's reason, and one that still
+// needs approval keeps waiting under the new rule. by names the operator.
+// A refusal (the turn has ended, it does not use rules, it started before
+// re-evaluation existed) is a *RejectedError.
+func (c Client) Reevaluate(ctx context.Context, turnID, by string) (workflows.Reevaluation, error) {
+	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   turnID,
+		UpdateName:   workflows.ReevaluateName,
+		Args:         []any{workflows.ReevaluateRequest{By: by}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var out workflows.Reevaluation
+	if err == nil {
+		err = h.Get(ctx, &out)
+	}
+	if err != nil {
+		if strings.Contains(err.Error(), "unknown update") {
+			// The SDK's answer to an Update the run registered no handler for.
+			return workflows.Reevaluation{}, &RejectedError{Reason: fmt.Sprintf("turn %s started before re-evaluation existed (or on an older worker); its waiting calls keep the decisions they got", turnID), Type: workflows.ErrTypeNotWaiting}
+		}
+		if rej, ok := AsRejection(err, turnID); ok {
+			return workflows.Reevaluation{}, rej
+		}
+		return workflows.Reevaluation{}, fmt.Errorf("re-evaluate turn %s: %w", turnID, err)
+	}
+	return out, nil
+}

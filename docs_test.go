@@ -393,8 +393,9 @@ func TestDocsDataBlocksDecode(t *testing.T) {
 		return dec.Decode(v)
 	}
 	kinds := map[string]func([]byte) error{
-		"turn-input": func(b []byte) error { var in workflows.Input; return strict(b, &in) },
-		"cards-page": func(b []byte) error { var p workflows.Cards; return strict(b, &p) },
+		"turn-input":   func(b []byte) error { var in workflows.Input; return strict(b, &in) },
+		"cards-page":   func(b []byte) error { var p workflows.Cards; return strict(b, &p) },
+		"reevaluation": func(b []byte) error { var r workflows.Reevaluation; return strict(b, &r) },
 		"api-keys": func(b []byte) error {
 			var file struct {
 				Keys []apikey.Entry `json:"keys"`

@@ -76,3 +76,31 @@ func TestTwoLeadsApproveACallThatNeedsTwo(t *testing.T) {
 	require.Equal(t, "bob", c.Decisions[1].By)
 	require.Equal(t, before+1, deployed.Load())
 }
+
+// Re-evaluation needs the operate scope: a key that may answer calls
+// gets 403, an operator's key gets each waiting call's outcome, and the
+// call keeps waiting where today's rules still ask.
+func TestReevaluateNeedsTheOperateScope(t *testing.T) {
+	e := newEnv(t, envOptions{rules: []policy.Rule{{
+		Name: "production", Tools: []string{"deploy"}, When: `args.env == "production"`,
+		Action: policy.ActionRequireApproval, Reason: "production deploys need two leads", Group: "leads", Quorum: 2,
+	}}})
+	id := e.park("", "one-production", "carl", 1)
+	e.waitListed(id, workflows.StatusWaiting)
+	path := "/v1/turns/" + id + "/reevaluate"
+
+	r := e.do(request{method: "POST", path: path, key: e.key("ann", []apikey.Scope{apikey.Read, apikey.Respond, apikey.Start})})
+	require.Equal(t, http.StatusForbidden, r.code, r.body)
+	require.Equal(t, "the key of ann does not have the operate scope this needs", r.error(t))
+
+	r = e.do(request{method: "POST", path: path, key: e.key("olga", []apikey.Scope{apikey.Operate})})
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	out := decodeJSON[workflows.Reevaluation](t, r.body)
+	require.Len(t, out.Calls, 1)
+	require.Equal(t, workflows.Reevaluated{CallID: "d1", Tool: "deploy", Outcome: workflows.ReevaluatedUnchanged,
+		Was: "production/require_approval", Now: "production/require_approval", Card: out.Calls[0].Card}, out.Calls[0])
+	require.Equal(t, results.StatePendingApproval, out.Calls[0].Card.State)
+
+	r = e.do(request{method: "POST", path: "/v1/turns/nope/reevaluate", key: e.key("olga2", []apikey.Scope{apikey.Operate})})
+	require.Equal(t, http.StatusNotFound, r.code, r.body)
+}

@@ -238,6 +238,7 @@ func (s *Server) routes() {
 	m.Handle("/v1/turns/{id}/continue", s.api(withTurnID(methods{http.MethodPost: s.requireScope(apikey.Start, s.continueTurn)})))
 	m.Handle("/live/{id}", s.page(withTurnID(methods{http.MethodGet: http.HandlerFunc(s.liveTurn)})))
 	m.Handle("/v1/turns/{id}/respond", s.api(withTurnID(methods{http.MethodPost: s.requireScope(apikey.Respond, s.respond)})))
+	m.Handle("/v1/turns/{id}/reevaluate", s.api(withTurnID(methods{http.MethodPost: s.requireScope(apikey.Operate, s.reevaluate)})))
 	m.Handle("/v1/links/{token}", s.page(methods{
 		http.MethodGet:  http.HandlerFunc(s.linkPage),
 		http.MethodPost: http.HandlerFunc(s.linkApply),

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/cel-go/cel"
 	"gopkg.in/yaml.v3"
 )
 
@@ -170,3 +171,28 @@ func (r Rule) validate(seen map[string]bool) error {
 
 // MaxQuorum bounds a rule's quorum; a card lists every approver.
 const MaxQuorum = 16
+
+// Check checks what can be checked of rules before any tool is known:
+// names, actions and their fields, and that each when parses. Compile
+// checks the rest against the tools' schemas; a worker runs Check as it
+// reads its policy file, so a bad file stops it before it starts any
+// server.
+func Check(rules []Rule) error {
+	seen := map[string]bool{}
+	env, err := cel.NewEnv()
+	if err != nil {
+		return fmt.Errorf("cel environment: %w", err)
+	}
+	for _, r := range rules {
+		if err := r.validate(seen); err != nil {
+			return err
+		}
+		if strings.TrimSpace(r.When) == "" {
+			continue
+		}
+		if _, iss := env.Parse(r.When); iss.Err() != nil {
+			return fmt.Errorf("rule %q: when does not parse: %s", r.Name, firstLine(iss.Err().Error()))
+		}
+	}
+	return nil
+}

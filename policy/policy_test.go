@@ -145,3 +145,31 @@ func BenchmarkDecide100Rules(b *testing.B) {
 		set.Decide(call)
 	}
 }
+
+func TestRulesReadTheTurnsAgentAndMetadata(t *testing.T) {
+	set, err := policy.Compile([]policy.Rule{
+		{Name: "support_drafts", Tools: []string{"write_file"}, When: `turn.agent == "support" && turn.metadata["team"] == "emea"`, Action: policy.ActionAllow},
+		{Name: "prod", Tools: []string{"write_file"}, When: `has(turn.metadata.env) && turn.metadata.env == "prod"`, Action: policy.ActionDeny, Reason: "no writes from production turns"},
+	}, tools)
+	require.NoError(t, err)
+
+	call := func(agent string, md map[string]string) policy.Decision {
+		return set.Decide(policy.Call{Tool: "write_file", Args: json.RawMessage(`{"path":"a.md","content":"x"}`), Agent: agent, Metadata: md})
+	}
+	require.Equal(t, "support_drafts", call("support", map[string]string{"team": "emea"}).Rule)
+	require.Equal(t, policy.Decision{}, call("support", map[string]string{"team": "apac"}))
+	require.Equal(t, policy.Decision{}, call("sales", map[string]string{"team": "emea"}))
+	require.Equal(t, policy.ActionDeny, call("support", map[string]string{"team": "emea", "env": "prod"}).Action)
+	// A key the turn's metadata lacks fails the rule that indexes it
+	// without has(): a person decides, nothing runs unasked.
+	d := call("support", nil)
+	require.Equal(t, policy.ActionRequireApproval, d.Action)
+	require.Equal(t, "support_drafts", d.Rule)
+
+	// Checked at start like the other variables: metadata values are
+	// strings, and the turn has no other fields.
+	_, err = policy.Compile([]policy.Rule{{Name: "typed", Tools: []string{"write_file"}, When: `turn.metadata["n"] > 3`, Action: policy.ActionAllow}}, tools)
+	require.ErrorContains(t, err, `rule "typed": when does not compile for tool write_file`)
+	_, err = policy.Compile([]policy.Rule{{Name: "agnet", Tools: []string{"write_file"}, When: `turn.agnet == "x"`, Action: policy.ActionAllow}}, tools)
+	require.ErrorContains(t, err, `rule "agnet"`)
+}

@@ -37,6 +37,10 @@ type Call struct {
 	User  string
 	Model string
 	Step  int
+	// Agent is the named agent the turn runs (empty for none); Metadata
+	// is the turn's metadata, as its starter set it.
+	Agent    string
+	Metadata map[string]string
 }
 
 // Decision is what the rules made of a call. The zero Decision (no
@@ -215,8 +219,10 @@ func (p *shapes) addFixed() error {
 		"previews":   {kind: boolShape},
 	}}
 	p.objects[turnType] = &shape{kind: objectShape, name: turnType, fields: map[string]*shape{
-		"user":  {kind: stringShape},
-		"model": {kind: stringShape},
+		"user":     {kind: stringShape},
+		"model":    {kind: stringShape},
+		"agent":    {kind: stringShape},
+		"metadata": {kind: stringMapShape},
 	}}
 	return nil
 }
@@ -289,7 +295,8 @@ func (s *Set) Decide(c Call) Decision {
 	act := &activation{
 		tool: tr.tool,
 		args: tr.p.NativeToValue(tr.p.toVal(tr.args, args)),
-		turn: types.NewStringInterfaceMap(tr.p, map[string]any{"user": types.String(c.User), "model": types.String(c.Model)}),
+		turn: types.NewStringInterfaceMap(tr.p, map[string]any{"user": types.String(c.User), "model": types.String(c.Model),
+			"agent": types.String(c.Agent), "metadata": types.NewStringStringMap(tr.p, metadata(c.Metadata))}),
 		step: types.Int(c.Step),
 	}
 	// Rules are held deny first, then require_approval, then allow, each
@@ -329,6 +336,15 @@ func (s *Set) Decide(c Call) Decision {
 		return *require
 	}
 	return Decision{}
+}
+
+// metadata is never nil: a rule reads a turn without metadata as an
+// empty map.
+func metadata(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 func (c compiled) matches(act interpreter.Activation) (bool, error) {

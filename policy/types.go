@@ -32,6 +32,8 @@ const (
 	listShape
 	objectShape // with properties: a struct type
 	mapShape    // without: map(string, dyn)
+	// stringMapShape is map(string, string): the turn's metadata.
+	stringMapShape
 )
 
 func (s *shape) celType() *types.Type {
@@ -50,6 +52,8 @@ func (s *shape) celType() *types.Type {
 		return types.NewObjectType(s.name)
 	case mapShape:
 		return types.NewMapType(types.StringType, types.DynType)
+	case stringMapShape:
+		return types.NewMapType(types.StringType, types.StringType)
 	}
 	return types.DynType
 }
@@ -71,6 +75,8 @@ func (s *shape) zero() any {
 		return []any{}
 	case objectShape, mapShape:
 		return map[string]any{}
+	case stringMapShape:
+		return map[string]string{}
 	}
 	return types.NullValue
 }

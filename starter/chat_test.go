@@ -117,6 +117,10 @@ func (f *fakeSessions) Respond(ctx context.Context, id, runID string, r workflow
 	return f.get(id).Respond(ctx, id, runID, r)
 }
 
+func (f *fakeSessions) Reevaluate(ctx context.Context, id, by string) (workflows.Reevaluation, error) {
+	return f.get(id).Reevaluate(ctx, id, by)
+}
+
 func (f *fakeSessions) Signal(ctx context.Context, id, runID string, r workflows.Response) error {
 	return f.get(id).Signal(ctx, id, runID, r)
 }

@@ -38,6 +38,9 @@ type turns interface {
 	State(ctx context.Context, id, runID string) (workflows.State, error)
 	// Respond sends the respond Update and waits for the call's new card.
 	Respond(ctx context.Context, id, runID string, r workflows.Response) (results.Card, error)
+	// Reevaluate sends the reevaluate Update: the turn's waiting calls
+	// are decided again under the workers' current approval rules.
+	Reevaluate(ctx context.Context, id, by string) (workflows.Reevaluation, error)
 	// Signal sends the respond Signal.
 	Signal(ctx context.Context, id, runID string, r workflows.Response) error
 	// Cancel requests cancellation of the whole turn.
@@ -122,6 +125,16 @@ func (t *temporalTurns) Respond(ctx context.Context, id, runID string, r workflo
 		return results.Card{}, t.explainUpdate(ctx, uctx, err, id)
 	}
 	return card, nil
+}
+
+func (t *temporalTurns) Reevaluate(ctx context.Context, id, by string) (workflows.Reevaluation, error) {
+	uctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	out, err := tollgate.Client{Temporal: t.c}.Reevaluate(uctx, id, by)
+	if err != nil {
+		return workflows.Reevaluation{}, t.explainUpdate(ctx, uctx, err, id)
+	}
+	return out, nil
 }
 
 // explainUpdate sorts an Update's failure: a refusal (the validator's

@@ -22,6 +22,9 @@ type fakeTurns struct {
 	agents      []workflows.AgentInfo
 	agentsQueue string
 
+	reevaluation  workflows.Reevaluation
+	reevaluatedBy []string
+
 	state    workflows.State
 	stateErr error
 	// children are the states of other turns by id: the turns of the
@@ -96,6 +99,13 @@ func (f *fakeTurns) Respond(_ context.Context, _, runID string, r workflows.Resp
 	}
 	card, _ := findCard(f.state.Cards, r.CallID)
 	return card, nil
+}
+
+func (f *fakeTurns) Reevaluate(_ context.Context, _, by string) (workflows.Reevaluation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reevaluatedBy = append(f.reevaluatedBy, by)
+	return f.reevaluation, nil
 }
 
 func (f *fakeTurns) Signal(_ context.Context, _, _ string, r workflows.Response) error {

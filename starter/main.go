@@ -142,6 +142,8 @@ var verbs = []verb{
 		"TOLLGATE_CODEC_KEYS_FILE=tollgate-keys starter connections migrate", (*cli).cmdConnections},
 	{"grants", "list|revoke ID [--user U]", "list a user's remembered approvals (approve --remember), or revoke one so its calls ask again",
 		"starter grants list --user ann", (*cli).cmdGrants},
+	{"reevaluate", "ID [--by NAME]", "decide the turn's calls waiting for approval again under the workers' current approval rules: allowed calls run, denied ones are refused",
+		"starter reevaluate tollgate-3f2a9c01", (*cli).cmdReevaluate},
 	{"cancel", "ID [CALL]", "with CALL, end that call's wait; without, cancel the whole turn",
 		"starter cancel tollgate-3f2a9c01", (*cli).cmdCancel},
 	{"raw", "ID CALL", "print a call's whole output, which the card may only reference when it is large",

@@ -144,6 +144,9 @@ func run(f flags, logger *slog.Logger) error {
 		if rules, err = policy.Load(f.policy); err != nil {
 			return err
 		}
+		if err := policy.Check(rules); err != nil {
+			return fmt.Errorf("tollgate: approval rules in %s: %w", f.policy, err)
+		}
 	}
 	var mcpConfig mcp.Config
 	if f.mcpConfig != "" {

@@ -430,6 +430,9 @@ func (t *turn) runAgent(ctx workflow.Context, c *call, name string) {
 		Prompt: args.Task,
 		User:   t.in.User,
 		Caller: &Caller{Call: c.card.CallID, Chain: chain},
+		// The caller's labels hold in the agent's turn too, for the
+		// approval rules that read them.
+		Metadata: t.in.Metadata,
 	}
 	if t.v >= childBudgetVersion {
 		left, reached, bounded := t.budgetLeft(workflow.Now(ctx))

@@ -46,6 +46,13 @@ type call struct {
 	// sessionBudget one for the session's budget.
 	budget        bool
 	sessionBudget bool
+	// byRules marks a pending response that is the rules' own, from a
+	// re-evaluation (reevaluate.go): no approver of a quorum. rewaited
+	// wakes the wait to take up a requirement a re-evaluation changed;
+	// reevaluations counts the call's re-evaluations.
+	byRules       bool
+	rewaited      bool
+	reevaluations int
 }
 
 // startCalls makes a card for each call of one step. Calls that cannot run
@@ -233,6 +240,12 @@ func (t *turn) wait(ctx workflow.Context, c *call) {
 	end := workflow.Now(ctx).Add(left)
 	for {
 		ok, err = t.awaitAnswer(ctx, c, end)
+		if err == nil && ok && c.rewaited {
+			c.rewaited = false
+			if c.pending == nil && !t.transferred() {
+				continue
+			}
+		}
 		if err == nil && ok && partialApproval(c) {
 			// One approval of a quorum: recorded, and the wait goes on.
 			c.approveOne()
@@ -261,6 +274,7 @@ func (t *turn) wait(ctx workflow.Context, c *call) {
 		r := c.pending
 		t.apply(c)
 		t.remember(ctx, c, r)
+		c.byRules = false
 	}
 	c.applied++
 	t.emitDecided(ctx, c)
@@ -271,7 +285,7 @@ func (t *turn) wait(ctx workflow.Context, c *call) {
 // was transferred (true), or until end (false). A rule's wait escalates
 // on the way, once, when its time comes before end.
 func (t *turn) awaitAnswer(ctx workflow.Context, c *call, end time.Time) (bool, error) {
-	answered := func() bool { return c.pending != nil || t.transferred() }
+	answered := func() bool { return c.pending != nil || t.transferred() || c.rewaited }
 	for {
 		now := workflow.Now(ctx)
 		at, pending := escalation(c)

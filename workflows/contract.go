@@ -72,6 +72,11 @@ type Input struct {
 	// SessionBudget is set by a session with a budget on each of its
 	// turns: the turn stops for it as for policy.budget.
 	SessionBudget *SessionBudget `json:"session_budget,omitempty"`
+	// Metadata is the starter's own labels for the turn (a team, a
+	// ticket, an environment), which approval rules read as
+	// turn.metadata. Bounded by MaxMetadataKeys and its byte limits; the
+	// turn of an agent a call runs gets its caller's.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // OnTimeout says what happens to a wait that outlives the response timeout.

@@ -54,10 +54,17 @@ type cardMark struct {
 	// agentWaits is what waits in the agent the call runs, so that the
 	// calling card is published again when a child's wait comes or goes.
 	agentWaits string
+	// rule, group and quorum change when a re-evaluation changes what a
+	// waiting call needs.
+	rule, group string
+	quorum      int
 }
 
 func markOf(c results.Card) cardMark {
-	m := cardMark{state: c.State, queued: c.Queued, decisions: len(c.Decisions), edited: len(c.EditedArguments) > 0, escalated: c.Approval != nil && c.Approval.Escalated}
+	m := cardMark{state: c.State, queued: c.Queued, decisions: len(c.Decisions), edited: len(c.EditedArguments) > 0}
+	if a := c.Approval; a != nil {
+		m.escalated, m.rule, m.group, m.quorum = a.Escalated, a.Rule, a.Group, a.Quorum
+	}
 	if c.Agent != nil {
 		m.agentWaits = waitKey(c.Agent.Waiting)
 	}

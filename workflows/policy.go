@@ -64,6 +64,9 @@ func validateInput(in Input) error {
 			return fmt.Errorf("caller: %w", err)
 		}
 	}
+	if err := validateMetadata(in.Metadata); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, t := range in.Tools {
 		if seen[t] {

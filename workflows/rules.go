@@ -40,7 +40,8 @@ func (t *turn) decide(ctx workflow.Context, cs []*call) {
 func (t *turn) ruleDecisions(ctx workflow.Context, cs []*call) []policy.Decision {
 	in := make([]policy.Call, len(cs))
 	for i, c := range cs {
-		in[i] = policy.Call{Tool: c.card.Tool, Args: c.card.Arguments, User: t.in.User, Model: t.in.Model, Step: t.step}
+		in[i] = policy.Call{Tool: c.card.Tool, Args: c.card.Arguments, User: t.in.User, Model: t.in.Model, Step: t.step,
+			Agent: t.agentName(), Metadata: t.in.Metadata}
 	}
 	rules := t.live.Policy
 	var out []policy.Decision
@@ -165,7 +166,7 @@ func (t *turn) checkApprover(c *call, a *results.Approval, r Response) error {
 // that does not yet complete the rule's quorum.
 func partialApproval(c *call) bool {
 	a := ruleWait(c)
-	return a != nil && c.pending != nil && c.pending.Decision == results.DecisionApprove && len(a.Approvals)+1 < a.Quorum
+	return a != nil && c.pending != nil && !c.byRules && c.pending.Decision == results.DecisionApprove && len(a.Approvals)+1 < a.Quorum
 }
 
 // changeApproval gives the card an approval of its own to change: copies
@@ -190,7 +191,7 @@ func (c *call) approveOne() {
 
 // completeApproval adds the last approver of a quorum to the list.
 func (c *call) completeApproval() {
-	if a := ruleWait(c); a != nil && c.pending != nil && c.pending.Decision == results.DecisionApprove && c.pending.By != "" {
+	if a := ruleWait(c); a != nil && c.pending != nil && !c.byRules && c.pending.Decision == results.DecisionApprove && c.pending.By != "" {
 		a = c.changeApproval()
 		a.Approvals = append(a.Approvals, c.pending.By)
 	}

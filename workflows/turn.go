@@ -285,6 +285,9 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 	}); err != nil {
 		return fmt.Errorf("register respond update: %w", err)
 	}
+	if err := t.registerReevaluate(ctx); err != nil {
+		return err
+	}
 	if c := t.in.Continued; c != nil {
 		// Before the Signals are read: a Signal may name a carried call.
 		if err := t.describeCarried(c); err != nil {

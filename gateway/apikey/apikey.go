@@ -59,10 +59,14 @@ const (
 	// History lets a start set head, messages or workspace: they load a
 	// stored conversation or a workspace, which may be another user's.
 	History Scope = "history"
+	// Operate lets an operator re-evaluate a turn's waiting calls under
+	// the workers' current approval rules: it can release calls nobody
+	// approved, so no other scope implies it.
+	Operate Scope = "operate"
 )
 
 // Scopes lists every scope, in the order help texts name them.
-var Scopes = []Scope{Read, Respond, Start, Rerun, History}
+var Scopes = []Scope{Read, Respond, Start, Rerun, History, Operate}
 
 // Prefix starts every key, so a leaked one is recognisable in logs and
 // by secret scanners.
