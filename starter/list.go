@@ -39,6 +39,8 @@ func (c *cli) cmdList(ctx context.Context, args []string) error {
 	waiting := fs.Bool("waiting", false, "only turns waiting for a person (--status waiting)")
 	status := fs.String("status", "", "only turns with this `status`: running, waiting, completed, failed, cancelled, transferred, max_steps, budget_exhausted")
 	fs.StringVar(&f.User, "user", "", "only turns of this `user`")
+	fs.StringVar(&f.Parent, "parent", "", "only the turns of the agents turn `ID` called as tools")
+	fs.BoolVar(&f.Children, "children", false, "list the turns of called agents too (left out by default: they show under their caller)")
 	fs.IntVar(&f.Limit, "limit", turnlist.DefaultLimit, fmt.Sprintf("at most `N` turns, newest first (at most %d)", turnlist.MaxLimit))
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -56,6 +58,11 @@ func (c *cli) cmdList(ctx context.Context, args []string) error {
 	}
 	if f.Limit < 1 {
 		return usagef("--limit must be at least 1")
+	}
+	if f.Parent != "" && f.Children {
+		// --parent already lists only children; --children would read as
+		// "and every other child too", which the query cannot say.
+		return usagef("--parent and --children do not go together: --parent lists only the turns that turn called")
 	}
 	if err := f.Check(); err != nil {
 		return usagef("%v", err)

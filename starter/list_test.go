@@ -79,3 +79,38 @@ func TestList(t *testing.T) {
 	require.Equal(t, exitFailed, o.code)
 	require.Contains(t, o.stderr, "cannot filter turns")
 }
+
+// --parent lists the turns one turn's agents ran; --children lists them
+// with the others, as the gateway's ?parent= and ?children=true do.
+func TestListChildTurns(t *testing.T) {
+	lf := &listFake{fakeTurns: newFake(workflows.State{}), turns: []turnlist.Turn{
+		{ID: "tollgate-1/c2", Status: workflows.StatusWaiting, WaitingCalls: []string{"p1"}, WaitingTools: []string{"write_file"}},
+	}}
+	h := newHarness(t, lf.fakeTurns)
+	h.dialFn = func() (turns, error) { return lf, nil }
+
+	o := h.run("", "list", "--parent", "tollgate-1")
+	require.Equal(t, exitOK, o.code, o.stderr)
+	require.Equal(t, turnlist.Filter{Parent: "tollgate-1", Limit: turnlist.DefaultLimit}, lf.got[0])
+	require.Contains(t, lf.got[0].Query(), "TollgateParent = 'tollgate-1'")
+	require.Regexp(t, `(?m)^tollgate-1/c2\s+waiting\s+-\s+p1\s+write_file`, o.stdout)
+
+	o = h.run("", "list", "--children", "--waiting")
+	require.Equal(t, exitOK, o.code, o.stderr)
+	require.Equal(t, turnlist.Filter{Status: workflows.StatusWaiting, Children: true, Limit: turnlist.DefaultLimit}, lf.got[1])
+	require.NotContains(t, lf.got[1].Query(), "TollgateParent")
+
+	o = h.run("", "list")
+	require.Equal(t, exitOK, o.code, o.stderr)
+	require.Contains(t, lf.got[2].Query(), "TollgateParent IS NULL")
+
+	for _, bad := range [][]string{
+		{"list", "--parent", "tollgate-1", "--children"},
+		{"list", "--parent", "it's"},
+	} {
+		o = h.run("", bad...)
+		require.Equal(t, exitRejected, o.code, "%v: %s", bad, o.stderr)
+		require.Contains(t, o.stderr, "usage: starter list", bad)
+	}
+	require.Len(t, lf.got, 3, "a refused listing asks nobody")
+}

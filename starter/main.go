@@ -122,7 +122,7 @@ var verbs = []verb{
 		"starter agents", (*cli).cmdAgents},
 	{"state", "ID", "print the turn's status and every call's card",
 		"starter state tollgate-3f2a9c01", (*cli).cmdState},
-	{"list", "[--waiting] [--user U] [--limit N]", "list turns, newest first, with the calls each waits on (the Tollgate search attributes)",
+	{"list", "[--waiting] [--user U] [--children | --parent ID] [--limit N]", "list turns, newest first, with the calls each waits on (the Tollgate search attributes)",
 		"starter list --waiting", (*cli).cmdList},
 	{"watch", "ID", "print each card as it changes until the turn ends, then the result",
 		"starter watch tollgate-3f2a9c01", (*cli).cmdWatch},
