@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,6 +27,10 @@ func init() {
 		tollgatetest.Reply("", tollgatetest.Call("w1", "write_file", map[string]string{"path": "notes.md", "content": "hi"})),
 		tollgatetest.Reply("Wrote notes.md."),
 	)
+	scripts["agdesk"] = tollgatetest.NewModel(
+		tollgatetest.Reply("", tollgatetest.Call("d1", "agent_agboss", map[string]string{"task": "get my notes written"})),
+		tollgatetest.Reply("Your notes are written."),
+	)
 	scripts["agtriage"] = tollgatetest.NewModel(
 		tollgatetest.Reply("Over to billing.", tollgatetest.Call("h1", "transfer_to_agbilling", map[string]string{"message": "refund"})),
 	)
@@ -39,6 +44,7 @@ var gatewayAgents = []workflows.Agent{
 	{Name: "agboss", Model: "gw:agboss", Tools: []string{"agent:agwriter"}},
 	{Name: "agwriter", Description: "Writes files.", Model: "gw:agwriter", Tools: []string{"write_file"}, Policy: workflows.Policy{Approval: map[string]string{"write_file": "always"}}},
 	{Name: "agtriage", Model: "gw:agtriage", Handoffs: []string{"agbilling"}},
+	{Name: "agdesk", Model: "gw:agdesk", Tools: []string{"agent:agboss"}},
 	{Name: "agbilling", Model: "gw:agbilling"},
 }
 
@@ -54,7 +60,7 @@ func TestGatewayRunsAgentsAndAnswersAChildThroughTheParent(t *testing.T) {
 	listed := decodeJSON[struct {
 		Agents []workflows.AgentInfo `json:"agents"`
 	}](t, got.body)
-	require.Len(t, listed.Agents, 4)
+	require.Len(t, listed.Agents, 5)
 	require.Equal(t, "agbilling", listed.Agents[0].Name)
 	require.NotContains(t, got.body, "instructions")
 
@@ -153,6 +159,54 @@ func TestInboxShowsAChildsWaitUnderTheTopTurn(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, r.code, r.body)
 	res := e.result(id)
 	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+}
+
+// A wait two levels down (desk calls boss, which calls writer) is listed
+// on the top turn with every agent down to it, shown in the inbox with
+// the whole chain, and answered there.
+func TestInboxShowsTheWholeChainOfAWaitTwoLevelsDown(t *testing.T) {
+	e := newEnv(t, envOptions{agents: gatewayAgents})
+	ops := e.key("ops", []apikey.Scope{apikey.Read, apikey.Start, apikey.Respond})
+	started := e.do(request{method: http.MethodPost, path: "/v1/turns", key: ops, body: `{"agent":"agdesk","prompt":"notes please"}`})
+	require.Equal(t, http.StatusCreated, started.code, started.body)
+	id := decodeJSON[map[string]string](t, started.body)["id"]
+	boss, writer := id+"/d1", id+"/d1/c1"
+	e.turns = append(e.turns, id, boss, writer)
+	e.waitListed(id, workflows.StatusWaiting)
+
+	var top gatewayTurn
+	require.Eventually(t, func() bool {
+		listed := e.do(request{method: http.MethodGet, path: "/v1/turns?status=waiting", key: ops})
+		require.Equal(t, http.StatusOK, listed.code, listed.body)
+		for _, tr := range decodeJSON[struct {
+			Turns []gatewayTurn `json:"turns"`
+		}](t, listed.body).Turns {
+			if tr.ID == id {
+				top = tr
+			}
+		}
+		return len(top.Waiting) == 1
+	}, 20*time.Second, 50*time.Millisecond)
+	require.Equal(t, "d1/c1/w1", top.Waiting[0].CallID)
+	require.Len(t, top.Agents, 2)
+	require.Equal(t, boss, top.Agents[0].Turn)
+	require.Equal(t, []string{"agdesk", "agboss"}, top.Agents[0].Chain)
+	require.Equal(t, writer, top.Agents[1].Turn)
+	require.Equal(t, []string{"agdesk", "agboss", "agwriter"}, top.Agents[1].Chain)
+	require.Equal(t, "d1/c1/w1", top.Agents[1].Waiting[0].CallID, "ids as the top turn shows them")
+
+	browser := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(browser, ops).code)
+	page := e.inbox(browser)
+	require.Equal(t, http.StatusOK, page.code)
+	require.Equal(t, 1, strings.Count(page.body, `data-call="d1/c1/w1"`), "the call shows once, under the top turn")
+	require.Contains(t, page.body, "agents agdesk → agboss → agwriter")
+
+	r := postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"d1/c1/w1"}, "action": {"approve"}})
+	require.Equal(t, http.StatusSeeOther, r.code, r.body)
+	res := e.result(id)
+	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+	require.Equal(t, "Your notes are written.", res.Text)
 }
 
 type gatewayTurn struct {

@@ -138,7 +138,7 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 				Card:  c, StateLabel: stateLabel(c.State), Args: prettyJSON(c.Arguments), Anchor: anchor(t.ID, c.CallID),
 				CSRF: page.CSRF,
 			}
-			it.Chain = agentChain(t.Agents, c.CallID)
+			it.Chain = agentChain(t.ID, t.Agents, c.CallID)
 			it.EditArgs = it.Args
 			it.ConnectURL = s.ConnectURL("", t.ID, t.User, c)
 			it.MayAnswer, it.Why = mayAnswer(*v.who, c, t.User)
@@ -384,18 +384,23 @@ func (s *Server) inboxRespond(w http.ResponseWriter, r *http.Request) {
 
 // agentChain is the chain of agents of the called agent a call id
 // "<call>/<child call>" waits in, as "triage → billing"; empty for the
-// turn's own calls.
-func agentChain(agents []results.AgentCall, callID string) string {
-	call, _, nested := strings.Cut(callID, "/")
-	if !nested {
-		return ""
-	}
-	for _, a := range agents {
-		if strings.HasSuffix(a.Turn, "/"+call) {
-			return strings.Join(a.Chain, " → ")
+// turn's own calls. A call further down ("<call>/<call>/<child call>")
+// waits in the agent whose turn is the top turn's id and the call id's
+// path; when that agent is not known, the nearest one above it is shown.
+func agentChain(top string, agents []results.AgentCall, callID string) string {
+	path := callID
+	for {
+		i := strings.LastIndex(path, "/")
+		if i < 0 {
+			return ""
+		}
+		path = path[:i]
+		for _, a := range agents {
+			if a.Turn == top+"/"+path {
+				return strings.Join(a.Chain, " → ")
+			}
 		}
 	}
-	return ""
 }
 
 // inboxChangeDelay gathers the card changes of a moment into one notice:

@@ -42,7 +42,9 @@ type Turn struct {
 	// Error says why Waiting could not be read (no worker answered).
 	Error string `json:"error,omitempty"`
 	// Agents are the agents this turn called whose turns still run: their
-	// waiting calls are in Waiting, under ids <call>/<child call>.
+	// waiting calls are in Waiting, under ids <call>/<child call>. When a
+	// call waits further down, the agents those called in turn, down to
+	// it, follow (their waiting ids, too, as this turn shows them).
 	Agents []results.AgentCall `json:"agents,omitempty"`
 	// ConnectLinks maps the ids of calls waiting for a connection to the
 	// links that start it (connect.go), when OAuth is configured.
@@ -138,6 +140,7 @@ func (s *Server) fillWaiting(ctx context.Context, t *Turn) {
 		t.Error = "no worker answered the state query in time"
 		return
 	}
+	deeper := false
 	for _, c := range st.Cards {
 		if c.State.Waiting() {
 			t.Waiting = append(t.Waiting, c)
@@ -147,8 +150,53 @@ func (s *Server) fillWaiting(ctx context.Context, t *Turn) {
 		if c.Agent != nil && !c.State.Final() {
 			t.Waiting = append(t.Waiting, c.Agent.Waiting...)
 			t.Agents = append(t.Agents, *c.Agent)
+			for _, w := range c.Agent.Waiting {
+				deeper = deeper || strings.Count(w.CallID, "/") > 1
+			}
 		}
 	}
+	if deeper {
+		t.Agents = append(t.Agents, s.nestedAgents(ctx, t.ID, t.Agents)...)
+	}
+}
+
+// nestedAgents are the agents that the agents of a turn called in turn,
+// down to each call that waits: the calling card of the top turn knows
+// the calls waiting below it, not who called them. Each level costs a
+// state query of the turn above it, so only a wait two or more levels
+// down asks; a turn that does not answer leaves its level out.
+func (s *Server) nestedAgents(ctx context.Context, top string, direct []results.AgentCall) []results.AgentCall {
+	var out []results.AgentCall
+	level := direct
+	for depth := 1; depth < workflows.MaxAgentDepth && len(level) > 0; depth++ {
+		var next []results.AgentCall
+		for _, a := range level {
+			if !slices.ContainsFunc(a.Waiting, func(w results.Card) bool { return strings.Count(w.CallID, "/") > depth }) {
+				continue
+			}
+			st, err := s.turns.State(ctx, a.Turn)
+			if err != nil {
+				s.log.Debug("State query of a called agent's turn failed", "turn", a.Turn, "top", top, "error", err)
+				continue
+			}
+			for _, c := range st.Cards {
+				if c.Agent != nil && !c.State.Final() && len(c.Agent.Waiting) > 0 {
+					// Waiting ids as the top turn shows them.
+					nested := *c.Agent
+					prefix := strings.TrimPrefix(a.Turn, top+"/") + "/"
+					nested.Waiting = make([]results.Card, len(c.Agent.Waiting))
+					for i, w := range c.Agent.Waiting {
+						w.CallID = prefix + w.CallID
+						nested.Waiting[i] = w
+					}
+					next = append(next, nested)
+				}
+			}
+		}
+		out = append(out, next...)
+		level = next
+	}
+	return out
 }
 
 // summary is the turn's static summary (the prompt's first line). It
