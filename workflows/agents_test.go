@@ -90,6 +90,33 @@ var (
 	billing    = Agent{Name: "billing", Instructions: "You bill.", Model: "fake:billing", Tools: []string{"handoff"}}
 )
 
+// bossAsksResearcherToWrite is the scripts of the smallest chain with a
+// wait below the top: boss calls researcher (call_1), whose write of x
+// waits for approval; then researcher says "wrote it" and boss "done".
+func bossAsksResearcherToWrite() map[string][]results.Message {
+	return map[string][]results.Message{
+		"fake:boss": {
+			calls("", tc("call_1", "agent_researcher", `{"task":"a"}`)),
+			calls("done"),
+		},
+		"fake:researcher": {
+			calls("", tc("call_1", "write", `{"path":"x","content":"y"}`)),
+			calls("wrote it"),
+		},
+	}
+}
+
+// approveInChild approves the call the top turn shows as id
+// ("<call>/<child call>") with the respond Update at the child turn it
+// routes to, as tollgate.Client does; a refusal fails the test.
+func approveInChild(t *testing.T, h *harness, id string) {
+	t.Helper()
+	child, r := RouteResponse(parentID, Response{CallID: id, Decision: results.DecisionApprove, By: "ann"})
+	require.NoError(t, h.env.UpdateWorkflowByID(child, RespondName, "u-"+id, &testsuite.TestUpdateCallback{
+		OnAccept: func() {}, OnReject: func(err error) { t.Errorf("rejected: %v", err) }, OnComplete: func(any, error) {},
+	}, r))
+}
+
 func TestAgentAsToolAnswersWithTheChildTurnsText(t *testing.T) {
 	h, models := newAgentHarness(t, []Agent{boss, researcher, billing}, map[string][]results.Message{
 		"fake:boss": {
@@ -175,10 +202,7 @@ func TestSubAgentsOfOneStepRunInParallelAndWaitsSurfaceInTheParent(t *testing.T)
 	h.env.RegisterDelayedCallback(func() {
 		during = h.state(t)
 		for _, id := range []string{"call_1/call_1", "call_2/call_1"} {
-			child, r := RouteResponse(parentID, Response{CallID: id, Decision: results.DecisionApprove, By: "ann"})
-			require.NoError(t, h.env.UpdateWorkflowByID(child, RespondName, "u-"+id, &testsuite.TestUpdateCallback{
-				OnAccept: func() {}, OnReject: func(err error) { t.Errorf("rejected: %v", err) }, OnComplete: func(any, error) {},
-			}, r))
+			approveInChild(t, h, id)
 		}
 	}, time.Minute)
 	res := runTurn(t, h, Input{Agent: "boss", Prompt: "go"})
@@ -210,21 +234,9 @@ func TestSubAgentsOfOneStepRunInParallelAndWaitsSurfaceInTheParent(t *testing.T)
 // goes.
 func TestAChildsLiveEventsNameItsCallerAndTheParentStreamsItsWait(t *testing.T) {
 	events := &eventLog{}
-	h, _ := newAgentHarnessWith(t, Features{Events: events}, []Agent{boss, researcher, billing}, map[string][]results.Message{
-		"fake:boss": {
-			calls("", tc("call_1", "agent_researcher", `{"task":"a"}`)),
-			calls("done"),
-		},
-		"fake:researcher": {
-			calls("", tc("call_1", "write", `{"path":"x","content":"y"}`)),
-			calls("wrote it"),
-		},
-	})
+	h, _ := newAgentHarnessWith(t, Features{Events: events}, []Agent{boss, researcher, billing}, bossAsksResearcherToWrite())
 	h.env.RegisterDelayedCallback(func() {
-		child, r := RouteResponse(parentID, Response{CallID: "call_1/call_1", Decision: results.DecisionApprove, By: "ann"})
-		require.NoError(t, h.env.UpdateWorkflowByID(child, RespondName, "u-1", &testsuite.TestUpdateCallback{
-			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("rejected: %v", err) }, OnComplete: func(any, error) {},
-		}, r))
+		approveInChild(t, h, "call_1/call_1")
 	}, time.Minute)
 	res := runTurn(t, h, Input{Agent: "boss", Prompt: "go"})
 	require.Equal(t, StatusCompleted, res.Status, res.Error)
@@ -252,16 +264,7 @@ func TestAChildsLiveEventsNameItsCallerAndTheParentStreamsItsWait(t *testing.T) 
 }
 
 func TestTheParentPointsAResponseForAChildCallAtTheChild(t *testing.T) {
-	h, _ := newAgentHarness(t, []Agent{boss, researcher, billing}, map[string][]results.Message{
-		"fake:boss": {
-			calls("", tc("call_1", "agent_researcher", `{"task":"a"}`)),
-			calls("done"),
-		},
-		"fake:researcher": {
-			calls("", tc("call_1", "write", `{"path":"x","content":"y"}`)),
-			calls("wrote it"),
-		},
-	})
+	h, _ := newAgentHarness(t, []Agent{boss, researcher, billing}, bossAsksResearcherToWrite())
 	var atParent, atChild updateOutcome
 	h.env.RegisterDelayedCallback(func() {
 		r := Response{CallID: "call_1/call_1", Decision: results.DecisionDeny, Reason: "no", By: "ann"}
@@ -545,16 +548,7 @@ func TestACallerWithNoBudgetLeftDoesNotCallTheAgent(t *testing.T) {
 }
 
 func TestARespondSignalToTheParentReachesTheChild(t *testing.T) {
-	h, _ := newAgentHarness(t, []Agent{boss, researcher, billing}, map[string][]results.Message{
-		"fake:boss": {
-			calls("", tc("call_1", "agent_researcher", `{"task":"a"}`)),
-			calls("done"),
-		},
-		"fake:researcher": {
-			calls("", tc("call_1", "write", `{"path":"x","content":"y"}`)),
-			calls("wrote it"),
-		},
-	})
+	h, _ := newAgentHarness(t, []Agent{boss, researcher, billing}, bossAsksResearcherToWrite())
 	h.env.RegisterDelayedCallback(func() {
 		h.env.SignalWorkflow(RespondName, Response{CallID: "call_1/call_1", Decision: results.DecisionApprove, By: "ann"})
 	}, time.Minute)

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tollgate-dev/tollgate"
@@ -28,6 +30,50 @@ func (e *env) agentsWorkerEnv() []string {
 	file := filepath.Join(e.t.TempDir(), "agents.json")
 	require.NoError(e.t, os.WriteFile(file, b, 0o600))
 	return []string{agents.Env + "=" + file, "TOLLGATE_SCRIPTS_DIR=" + e.scripts, "TOLLGATE_ALLOW_ROOT_SHELL=1"}
+}
+
+// agentProcs is a test of agents that run in worker processes: its env,
+// whose agents the test sets, and the worker binary, built meanwhile.
+type agentProcs struct {
+	*env
+	build func() string
+	vars  []string
+}
+
+// newAgentProcs starts building the worker binary and makes the test's
+// env; such tests are skipped with -short.
+func newAgentProcs(t *testing.T, name string) *agentProcs {
+	t.Helper()
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the worker binary and runs it as a subprocess")
+	}
+	build := buildWorker(t)
+	return &agentProcs{env: newEnv(t, name), build: build}
+}
+
+// startProcess starts worker process n with the env's agents and scripts.
+func (p *agentProcs) startProcess(n string) *workerProcess {
+	p.t.Helper()
+	if p.vars == nil {
+		p.vars = p.agentsWorkerEnv()
+	}
+	return startWorkerProcess(p.t, p.env, p.build(), n, p.vars...)
+}
+
+// waitChildWaiting waits until the calling card of each call lists one
+// call waiting in its agent.
+func (e *env) waitChildWaiting(run client.WorkflowRun, calls ...string) {
+	e.t.Helper()
+	e.waitState(run, "a wait of the called agent on the calling card of "+strings.Join(calls, ", "), func(s workflows.State) bool {
+		for _, id := range calls {
+			c, ok := card(s.Cards, id)
+			if !ok || c.Agent == nil || len(c.Agent.Waiting) != 1 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // respondThrough answers a call through the top turn with the public
@@ -72,12 +118,7 @@ func (e *env) waitFile(name string) {
 // to the top turn under the child's call id reaches the child, and the
 // whole chain finishes.
 func TestAgentChildApprovalSurvivesAWorkerSIGKILL(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the worker binary and runs it as a subprocess")
-	}
-	build := buildWorker(t)
-	e := newEnv(t, "agent_sigkill_wait")
+	e := newAgentProcs(t, "agent_sigkill_wait")
 	e.agents = []workflows.Agent{
 		{Name: "boss", Model: e.scriptFor("boss",
 			reply("", call("c1", "agent_helper", map[string]string{"task": "write hi.txt"})),
@@ -88,17 +129,12 @@ func TestAgentChildApprovalSurvivesAWorkerSIGKILL(t *testing.T) {
 			expecting(reply("I wrote hi.txt"), 1, "created hi.txt"),
 		), Tools: []string{"write_file"}},
 	}
-	env := e.agentsWorkerEnv()
-	bin := build()
-	first := startWorkerProcess(t, e, bin, "1", env...)
+	first := e.startProcess("1")
 	run := e.start(workflows.Input{Agent: "boss", Prompt: "Please write hi.txt"})
-	e.waitState(run, "the child's approval on the calling card", func(s workflows.State) bool {
-		c, ok := card(s.Cards, "c1")
-		return ok && c.Agent != nil && len(c.Agent.Waiting) == 1
-	})
+	e.waitChildWaiting(run, "c1")
 
 	first.kill(t)
-	startWorkerProcess(t, e, bin, "2", env...)
+	e.startProcess("2")
 	tg := tollgate.Client{Temporal: e.caller, TaskQueue: e.tq}
 	got := respondThrough(t, tg, run.GetID(), workflows.Response{CallID: "c1/w1", Decision: results.DecisionApprove, By: "ann"})
 	require.Equal(t, "w1", got.CallID)
@@ -123,12 +159,7 @@ func TestAgentChildApprovalSurvivesAWorkerSIGKILL(t *testing.T) {
 // answered, each child ends cancelled, and so does the top turn, with its
 // agent calls failed saying why.
 func TestAgentCancelOfTheParentAnswersEveryChildCall(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the worker binary and runs it as a subprocess")
-	}
-	build := buildWorker(t)
-	e := newEnv(t, "agent_cancel_tree")
+	e := newAgentProcs(t, "agent_cancel_tree")
 	e.agents = []workflows.Agent{
 		{Name: "boss", Model: e.scriptFor("boss",
 			reply("",
@@ -142,13 +173,9 @@ func TestAgentCancelOfTheParentAnswersEveryChildCall(t *testing.T) {
 			reply("", call("s1", "shell", map[string]string{"command": "touch started && sleep 120"})),
 		), Tools: []string{"shell"}},
 	}
-	startWorkerProcess(t, e, build(), "1", e.agentsWorkerEnv()...)
+	e.startProcess("1")
 	run := e.start(workflows.Input{Agent: "boss", Prompt: "Write and run"})
-	e.waitState(run, "both children waiting", func(s workflows.State) bool {
-		c1, ok1 := card(s.Cards, "c1")
-		c2, ok2 := card(s.Cards, "c2")
-		return ok1 && ok2 && c1.Agent != nil && len(c1.Agent.Waiting) == 1 && c2.Agent != nil && len(c2.Agent.Waiting) == 1
-	})
+	e.waitChildWaiting(run, "c1", "c2")
 	tg := tollgate.Client{Temporal: e.caller, TaskQueue: e.tq}
 	respondThrough(t, tg, run.GetID(), workflows.Response{CallID: "c2/s1", Decision: results.DecisionApprove, By: "ann"})
 	e.waitFile("started")
@@ -183,12 +210,7 @@ func TestAgentCancelOfTheParentAnswersEveryChildCall(t *testing.T) {
 // unknown", and the calling turn's model reads so in the agent call's
 // result whatever the child's own model made of it.
 func TestAgentChildOutcomeUnknownReachesTheParentAfterSIGKILL(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the worker binary and runs it as a subprocess")
-	}
-	build := buildWorker(t)
-	e := newEnv(t, "agent_sigkill_unknown")
+	e := newAgentProcs(t, "agent_sigkill_unknown")
 	e.taskTimeout = stoppedWorkerTaskTimeout
 	e.agents = []workflows.Agent{
 		{Name: "boss", Model: e.scriptFor("boss",
@@ -200,20 +222,15 @@ func TestAgentChildOutcomeUnknownReachesTheParentAfterSIGKILL(t *testing.T) {
 			expecting(reply("The job was started."), 1, results.OutcomeUnknownMessage),
 		), Tools: []string{"shell"}},
 	}
-	env := e.agentsWorkerEnv()
-	bin := build()
-	first := startWorkerProcess(t, e, bin, "1", env...)
+	first := e.startProcess("1")
 	run := e.start(workflows.Input{Agent: "boss", Prompt: "Run the job"})
-	e.waitState(run, "the child's approval on the calling card", func(s workflows.State) bool {
-		c, ok := card(s.Cards, "c1")
-		return ok && c.Agent != nil && len(c.Agent.Waiting) == 1
-	})
+	e.waitChildWaiting(run, "c1")
 	tg := tollgate.Client{Temporal: e.caller, TaskQueue: e.tq}
 	respondThrough(t, tg, run.GetID(), workflows.Response{CallID: "c1/s1", Decision: results.DecisionApprove, By: "ann"})
 	e.waitFile("started")
 
 	first.kill(t)
-	startWorkerProcess(t, e, bin, "2", env...)
+	e.startProcess("2")
 	res := e.result(run)
 	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
 	c := mustCard(t, res.Cards, "c1")
