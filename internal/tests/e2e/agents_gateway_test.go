@@ -186,7 +186,9 @@ func TestTriageTeamFromTheDevAgentsFileThroughTheGateway(t *testing.T) {
 	p1 := mustCard(t, done.Cards, "p1")
 	require.Equal(t, results.StateSucceeded, p1.State)
 	require.Equal(t, "Paid 4999 cents back on order 7.", outputText(p1))
-	paid := e.childResult(payments)
+	paidRun := e.caller.GetWorkflow(context.Background(), payments, "")
+	e.track(paidRun)
+	paid := e.result(paidRun)
 	require.Equal(t, workflows.StatusCompleted, paid.Status, paid.Error)
 	w1 := mustCard(t, paid.Cards, "w1")
 	require.Equal(t, results.StateSucceeded, w1.State)
@@ -201,6 +203,9 @@ func TestTriageTeamFromTheDevAgentsFileThroughTheGateway(t *testing.T) {
 		return !slices.ContainsFunc(waiting.Turns, func(t gateway.Turn) bool { return strings.HasPrefix(t.ID, next.ID) })
 	}), "nothing of the chain waits any more: %+v", waiting)
 	e.record(billing)
+	// Payments' turn: the approval two levels below the user's turn,
+	// answered with the Update routed down from billing's.
+	e.recordAs(paidRun, e.name+".payments")
 }
 
 // inboxSession is a browser signed in to the inbox.

@@ -481,6 +481,13 @@ func (e *env) result(run client.WorkflowRun) workflows.Result {
 // without a payload store.
 func (e *env) record(run client.WorkflowRun) {
 	e.t.Helper()
+	e.recordAs(run, e.name)
+}
+
+// recordAs is record under another name than the path's, for a second
+// workflow of one path (a called agent's turn).
+func (e *env) recordAs(run client.WorkflowRun, name string) {
+	e.t.Helper()
 	if !*record {
 		return
 	}
@@ -496,7 +503,7 @@ func (e *env) record(run client.WorkflowRun) {
 		out = bytes.ReplaceAll(out, []byte(`"name": "`+host+`:`), []byte(`"name": "recorder:`))
 	}
 	require.NoError(e.t, os.MkdirAll(corpusDir, 0o755))
-	require.NoError(e.t, os.WriteFile(filepath.Join(corpusDir, e.name+".json"), out, 0o644))
+	require.NoError(e.t, os.WriteFile(filepath.Join(corpusDir, name+".json"), out, 0o644))
 }
 
 // history returns the run's events, for assertions on what the server saw.
