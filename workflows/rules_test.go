@@ -24,6 +24,13 @@ func newRulesHarness(t *testing.T, rules []policy.Rule, replies ...results.Messa
 
 func newRulesHarnessWith(t *testing.T, f Features, rules []policy.Rule, replies ...results.Message) *harness {
 	t.Helper()
+	f.Rules, f.Policy = true, compileTestRules(t, rules)
+	return newHarnessWith(t, f, replies...)
+}
+
+// compileTestRules compiles rules against the test tools' schemas.
+func compileTestRules(t *testing.T, rules []policy.Rule) *policy.Set {
+	t.Helper()
 	reg, err := tool.NewRegistry(testTools(t, &toolLog{}, nil)...)
 	require.NoError(t, err)
 	var tools []policy.Tool
@@ -32,8 +39,7 @@ func newRulesHarnessWith(t *testing.T, f Features, rules []policy.Rule, replies 
 	}
 	set, err := policy.Compile(rules, tools)
 	require.NoError(t, err)
-	f.Rules, f.Policy = true, set
-	return newHarnessWith(t, f, replies...)
+	return set
 }
 
 var draftsRules = []policy.Rule{
