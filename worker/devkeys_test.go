@@ -42,7 +42,8 @@ func TestParseDevKeys(t *testing.T) {
 // The walk-through of docs/approvals.md, on `worker --dev` as `make run`
 // starts it with POLICY=examples/policy.yaml, MCP servers of the refunds
 // stand-in, SCRIPTS=examples/mcp and DEV_KEYS=lena:leads,lars:leads,eve:
-// a refund above 1000.00 waits for two leads; after lena's approval the
+// a write into drafts/ runs without asking while one elsewhere asks; a
+// refund above 1000.00 waits for two leads; after lena's approval the
 // inbox shows 1 of 2, eve (no group) is refused, and lars's approval runs
 // the refund and ends the turn.
 func TestDevKeysApproveALargeRefundWithTwoLeads(t *testing.T) {
@@ -75,8 +76,27 @@ func TestDevKeysApproveALargeRefundWithTwoLeads(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`Key of lena\s+`+regexp.QuoteMeta(lena)+`\s+\(groups leads\)`), w.logs())
 	require.Regexp(t, regexp.MustCompile(`Key of eve\s+`+regexp.QuoteMeta(eve)+`\s+\(no groups\)`), w.logs())
 
-	body, _ := json.Marshal(map[string]any{"prompt": "Refund order 1001 in full", "model": "scripted:refund-demo.json", "tools": []string{"refunds.issue_refund"}})
+	// The drafts rule: a write into drafts/ runs without asking, one
+	// elsewhere asks.
+	body, _ := json.Marshal(map[string]any{"prompt": "Draft the plan, then write it", "model": "scripted:drafts-demo.json", "tools": []string{"write_file"}})
 	r := w.do(t, "POST", "/v1/turns", string(body))
+	require.Equal(t, http.StatusCreated, r.code, r.body)
+	var drafts struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(r.body), &drafts))
+	w.waitCard(t, drafts.ID, "p1", results.StatePendingApproval)
+	w.waitCard(t, drafts.ID, "d1", results.StateSucceeded)
+	s, _ := w.state(t, drafts.ID)
+	for _, c := range s.Cards {
+		if c.CallID == "d1" {
+			require.Equal(t, &results.Approval{Rule: "drafts", Action: results.ApprovalAllow}, c.Approval)
+			require.Empty(t, c.Decisions, "nobody was asked")
+		}
+	}
+	require.FileExists(t, filepath.Join(w.workspace, "drafts", "plan.md"))
+	require.NoFileExists(t, filepath.Join(w.workspace, "plan.md"))
+
+	body, _ = json.Marshal(map[string]any{"prompt": "Refund order 1001 in full", "model": "scripted:refund-demo.json", "tools": []string{"refunds.issue_refund"}})
+	r = w.do(t, "POST", "/v1/turns", string(body))
 	require.Equal(t, http.StatusCreated, r.code, r.body)
 	var started struct{ ID string }
 	require.NoError(t, json.Unmarshal([]byte(r.body), &started))
@@ -115,7 +135,6 @@ func TestDevKeysApproveALargeRefundWithTwoLeads(t *testing.T) {
 	r = w.doAs(t, lars, "POST", "/v1/turns/"+id+"/respond", approve)
 	require.Equal(t, http.StatusOK, r.code, r.body)
 	deadline := time.Now().Add(time.Minute)
-	var s workflows.State
 	for s, _ = w.state(t, id); s.Status != workflows.StatusCompleted; s, _ = w.state(t, id) {
 		require.True(t, time.Now().Before(deadline), "the turn did not complete: %+v", s)
 		time.Sleep(100 * time.Millisecond)
