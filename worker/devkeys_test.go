@@ -166,3 +166,27 @@ func get(t *testing.T, c *http.Client, u string) string {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	return string(b)
 }
+
+// Dev keys are the dev gateway's: without --dev, or with a bad entry, the
+// worker stops at once with a sentence, before it dials any server.
+func TestWorkerRefusesDevKeysItCannotServe(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for args, want := range map[string]string{
+		"--dev-keys\nlena:leads":                     "--dev-keys makes keys for the dev gateway, which runs only with --dev",
+		"--dev-keys\nlena:leads,lena:ops":            "--dev-keys names lena twice",
+		"--dev\n--gateway-addr\n\n--dev-keys\nlena": "--dev-keys makes keys for the dev gateway, which runs only with --dev",
+	} {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), workerMainEnv+"=1", workerArgsEnv+"="+args+"\n"+strings.Join([]string{
+			"--data", filepath.Join(dir, "data"), "--workspace", filepath.Join(dir, "ws"), "--address", "127.0.0.1:1",
+		}, "\n"))
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, string(out))
+		require.Equal(t, 1, exit.ExitCode(), string(out))
+		require.Contains(t, string(out), want)
+		require.NotContains(t, string(out), "Embedded Temporal server started")
+	}
+}
