@@ -174,8 +174,8 @@ func TestWorkerRefusesDevKeysItCannotServe(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	for args, want := range map[string]string{
-		"--dev-keys\nlena:leads":                     "--dev-keys makes keys for the dev gateway, which runs only with --dev",
-		"--dev-keys\nlena:leads,lena:ops":            "--dev-keys names lena twice",
+		"--dev-keys\nlena:leads":                    "--dev-keys makes keys for the dev gateway, which runs only with --dev",
+		"--dev-keys\nlena:leads,lena:ops":           "--dev-keys names lena twice",
 		"--dev\n--gateway-addr\n\n--dev-keys\nlena": "--dev-keys makes keys for the dev gateway, which runs only with --dev",
 	} {
 		cmd := exec.Command(exe)
