@@ -9,16 +9,21 @@ WORKSPACE ?= workspace
 # offline triage team: make run AGENTS=examples/triage/dev/agents.yaml SCRIPTS=examples/triage/dev
 AGENTS   ?=
 SCRIPTS  ?=
-# POLICY: an approval rules file for the worker (make run POLICY=examples/policy.yaml)
+# POLICY: an approval rules file for the worker (make run POLICY=examples/policy.yaml);
+# MCP an MCP servers file (TOLLGATE_MCP_CONFIG); DEV_KEYS more dev gateway
+# keys of people with groups (--dev-keys lena:leads,lars:leads,eve)
 POLICY   ?=
+MCP      ?=
+DEV_KEYS ?=
 
 .PHONY: run test lint bench histories compose-up compose-down clean test-cluster test-mcp
 
 ## run: embedded Temporal server (SQLite in $(DATA)) and the worker;
-## AGENTS=FILE and SCRIPTS=DIR add named agents and their scripts
+## AGENTS=FILE and SCRIPTS=DIR add named agents and their scripts,
+## POLICY=FILE approval rules, MCP=FILE MCP servers, DEV_KEYS=LIST keys
 run: $(WORKSPACE)/notes.txt
 	$(GO) build -o bin/worker ./worker
-	exec env $(if $(SCRIPTS),TOLLGATE_SCRIPTS_DIR=$(SCRIPTS)) bin/worker --dev --die-with-parent --data $(DATA) --workspace $(WORKSPACE) $(if $(AGENTS),--agents $(AGENTS)) $(if $(POLICY),--policy $(POLICY))
+	exec env $(if $(SCRIPTS),TOLLGATE_SCRIPTS_DIR=$(SCRIPTS)) $(if $(MCP),TOLLGATE_MCP_CONFIG=$(MCP)) bin/worker --dev --die-with-parent --data $(DATA) --workspace $(WORKSPACE) $(if $(AGENTS),--agents $(AGENTS)) $(if $(POLICY),--policy $(POLICY)) $(if $(DEV_KEYS),--dev-keys $(DEV_KEYS))
 
 # The demo turn summarises notes.txt; give a new workspace one to read.
 $(WORKSPACE)/notes.txt:

@@ -101,5 +101,8 @@ func TestNewPluginRefusesABadRule(t *testing.T) {
 	p, err := NewPlugin(o)
 	require.NoError(t, err)
 	require.True(t, p.features.Rules)
-	require.Equal(t, []string{`rule "large_refund" names tool "issue_refund", which this worker does not offer`}, p.SkippedRules())
+	require.Equal(t, []string{
+		`rule "large_refund" names tool "issue_refund", which this worker does not offer`,
+		`rule "large_refund" names tool "refunds.issue_refund", which this worker does not offer`,
+	}, p.SkippedRules())
 }

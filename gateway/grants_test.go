@@ -98,6 +98,7 @@ func TestInboxApprovesAndRemembers(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, e.login(browser, desk).code)
 	page := e.inbox(browser)
 	require.Contains(t, page.body, `<option value="user">and remember for `+ann+`</option>`)
+	require.NotContains(t, page.body, `<option value="session">`, "the turn is in no session")
 	r := postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"d1"}, "action": {"approve"}, "remember": {"user"}})
 	require.Equal(t, http.StatusSeeOther, r.code, r.body)
 	s := e.waitState(id, "completed", func(s workflows.State) bool { return s.Status == workflows.StatusCompleted })
@@ -106,4 +107,41 @@ func TestInboxApprovesAndRemembers(t *testing.T) {
 	require.NotEmpty(t, d.Grant)
 	r = e.do(request{method: "GET", path: "/v1/grants", key: desk})
 	require.Equal(t, d.Grant, decodeJSON[gateway.GrantList](t, r.body).Grants[0].ID)
+}
+
+// A turn of a session: the inbox offers to remember an approval for the
+// rest of the session too, and approving with it stores a session grant.
+func TestInboxRemembersForTheSession(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ann := e.name + "-ann"
+	desk := e.keyFor("desk", []apikey.Scope{apikey.Read, apikey.Respond}, ann)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c := tollgate.Client{Temporal: e.caller, TaskQueue: e.tq}
+	sessionID := e.name + "-session"
+	_, err := c.StartSession(ctx, sessionID, workflows.SessionInput{Turn: workflows.Input{
+		Model: "gw:one", Tools: []string{"deploy", "notify", "pick", "write_file"}, User: ann,
+	}})
+	require.NoError(t, err)
+	sent, err := c.Send(ctx, sessionID, workflows.Send{Text: "Ship version 1.2.3 to staging\nand tell #ops.", By: ann})
+	require.NoError(t, err)
+	id := sent.TurnID
+	e.turns = append(e.turns, id)
+	e.waitState(id, "d1 waiting", func(s workflows.State) bool { return len(s.Cards) > 0 && s.Cards[0].State.Waiting() })
+	e.waitListed(id, workflows.StatusWaiting)
+
+	browser := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(browser, desk).code)
+	page := e.inbox(browser)
+	require.Contains(t, page.body, `<option value="session">and remember for this session</option><option value="user">and remember for `+ann+`</option>`)
+	r := postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"d1"}, "action": {"approve"}, "remember": {"session"}})
+	require.Equal(t, http.StatusSeeOther, r.code, r.body)
+	s := e.waitState(id, "completed", func(s workflows.State) bool { return s.Status == workflows.StatusCompleted })
+	d := card(t, s, "d1").Decisions[0]
+	require.Equal(t, "session", d.Remember)
+	require.NotEmpty(t, d.Grant)
+	r = e.do(request{method: "GET", path: "/v1/grants", key: desk})
+	g := decodeJSON[gateway.GrantList](t, r.body).Grants[0]
+	require.Equal(t, d.Grant, g.ID)
+	require.Equal(t, sessionID, g.Session)
 }

@@ -40,11 +40,14 @@ type inboxPage struct {
 }
 
 type inboxItem struct {
-	TurnID  string
-	User    string
-	Summary string
-	Asked   string
-	Card    results.Card
+	TurnID string
+	User   string
+	// InSession: the call's turn runs in a session, so an approval may be
+	// remembered for the rest of it.
+	InSession bool
+	Summary   string
+	Asked     string
+	Card      results.Card
 	// StateLabel says what the call waits for, in words.
 	StateLabel string
 	Args       string
@@ -139,6 +142,9 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 				CSRF: page.CSRF,
 			}
 			it.Chain = agentChain(t.ID, t.Agents, c.CallID)
+			// A call in an agent's turn is the agent's, which is in no
+			// session of its own: the turn refuses remember session there.
+			it.InSession = t.Session != "" && it.Chain == ""
 			it.EditArgs = it.Args
 			it.ConnectURL = s.ConnectURL("", t.ID, t.User, c)
 			it.MayAnswer, it.Why = mayAnswer(*v.who, c, t.User)

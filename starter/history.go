@@ -19,15 +19,7 @@ func (c *cli) cmdHistory(ctx context.Context, args []string) error {
 	fs.StringVar(&out, "o", "", "write to `file` instead of stdout")
 	var all string
 	fs.StringVar(&all, "all-runs", "", "write every run of a turn that continued as new into `dir`, as ID.json, ID.run2.json, ...")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(pos, 1, 1, "ID"); err != nil {
-		return err
-	}
-	id := pos[0]
-	t, err := c.dial(ctx, c.g)
+	id, t, err := c.turnArgs(ctx, fs, args)
 	if err != nil {
 		return err
 	}

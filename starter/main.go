@@ -319,6 +319,24 @@ func positional(args []string, min, max int, names string) error {
 	return nil
 }
 
+// turnArgs is the start of the verbs that act on one turn (state, watch,
+// history, reevaluate): their flags, the turn's id as the one positional
+// argument, and a connection the caller closes.
+func (c *cli) turnArgs(ctx context.Context, fs *flag.FlagSet, args []string) (string, turns, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := positional(pos, 1, 1, "ID"); err != nil {
+		return "", nil, err
+	}
+	t, err := c.dial(ctx, c.g)
+	if err != nil {
+		return "", nil, err
+	}
+	return pos[0], t, nil
+}
+
 func (c *cli) usage(w io.Writer) {
 	var b strings.Builder
 	b.WriteString(`starter is the Tollgate command-line client: it starts agent turns, answers

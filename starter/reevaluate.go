@@ -12,19 +12,12 @@ func (c *cli) cmdReevaluate(ctx context.Context, args []string) error {
 	fs := c.flagSet("reevaluate")
 	var by string
 	fs.StringVar(&by, "by", "", "`name` recorded as who asked for the re-evaluation (default $USER, else cli)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(pos, 1, 1, "ID"); err != nil {
-		return err
-	}
-	t, err := c.dial(ctx, c.g)
+	id, t, err := c.turnArgs(ctx, fs, args)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	out, err := t.Reevaluate(ctx, pos[0], c.responder(by))
+	out, err := t.Reevaluate(ctx, id, c.responder(by))
 	if err != nil {
 		return err
 	}
@@ -32,7 +25,7 @@ func (c *cli) cmdReevaluate(ctx context.Context, args []string) error {
 		return writeJSON(c.stdout, out)
 	}
 	if len(out.Calls) == 0 {
-		fmt.Fprintf(c.stdout, "no call of %s waits for approval\n", pos[0])
+		fmt.Fprintf(c.stdout, "no call of %s waits for approval\n", id)
 		return nil
 	}
 	for _, r := range out.Calls {

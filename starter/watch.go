@@ -20,19 +20,11 @@ func (c *cli) cmdState(ctx context.Context, args []string) error {
 	fs := c.flagSet("state")
 	var run string
 	fs.StringVar(&run, "run", "", "run `id` (default the latest run)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(pos, 1, 1, "ID"); err != nil {
-		return err
-	}
-	t, err := c.dial(ctx, c.g)
+	id, t, err := c.turnArgs(ctx, fs, args)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	id := pos[0]
 	s, err := t.State(ctx, id, run)
 	if err != nil {
 		return err
@@ -144,19 +136,12 @@ func (c *cli) cmdWatch(ctx context.Context, args []string) error {
 	fs := c.flagSet("watch")
 	var run string
 	fs.StringVar(&run, "run", "", "run `id` (default the latest run)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(pos, 1, 1, "ID"); err != nil {
-		return err
-	}
-	t, err := c.dial(ctx, c.g)
+	id, t, err := c.turnArgs(ctx, fs, args)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	return c.watch(ctx, t, pos[0], run, true)
+	return c.watch(ctx, t, id, run, true)
 }
 
 // wait is run --wait: watch with the final result as one JSON document

@@ -32,10 +32,49 @@ import (
 type devGateway struct {
 	url string
 	key string
-	srv *http.Server
+	// people are the keys --dev-keys asked for, in its order.
+	people []devKey
+	srv    *http.Server
 }
 
-func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, logger *slog.Logger, conns connections.Store, ps *oauth.Providers, events stream.Source) (*devGateway, error) {
+// devKey is a dev gateway key of a named person with groups, so the
+// approvals a rule leaves to a group or a quorum can be tried from
+// `make run`: each answers as its principal, with its groups.
+type devKey struct {
+	Principal string
+	Groups    []string
+	Key       string
+}
+
+// parseDevKeys reads --dev-keys: comma-separated NAME or NAME:GROUP+GROUP,
+// e.g. "lena:leads,lars:leads,eve".
+func parseDevKeys(s string) ([]devKey, error) {
+	var out []devKey
+	seen := map[string]bool{gateway.DevPrincipal: true}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, groups, _ := strings.Cut(item, ":")
+		k := devKey{Principal: name}
+		if groups != "" {
+			k.Groups = strings.Split(groups, "+")
+		}
+		e := apikey.Entry{Principal: k.Principal, SHA256: apikey.Hash("x"), Scopes: apikey.Scopes, Groups: k.Groups}
+		if err := e.Validate(); err != nil {
+			return nil, fmt.Errorf("--dev-keys %q: %w", item, err)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("--dev-keys names %s twice (or names the dev principal); give each person one entry with all their groups, as NAME:GROUP+GROUP", name)
+		}
+		seen[name] = true
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, logger *slog.Logger, conns connections.Store, ps *oauth.Providers, events stream.Source, people ...devKey) (*devGateway, error) {
 	if err := gateway.CheckLoopback(addr); err != nil {
 		return nil, fmt.Errorf("the dev gateway serves anonymous requests, so it listens on loopback only: %w", err)
 	}
@@ -46,7 +85,19 @@ func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, lo
 	if err != nil {
 		return nil, err
 	}
-	keys, err := apikey.NewSet(apikey.Entry{Principal: gateway.DevPrincipal, SHA256: apikey.Hash(key), Scopes: apikey.Scopes})
+	entries := []apikey.Entry{{Principal: gateway.DevPrincipal, SHA256: apikey.Hash(key), Scopes: apikey.Scopes}}
+	for i, p := range people {
+		// Kept in the data directory like the dev key, so a person's key
+		// survives a restart; the groups are the flag's, each start.
+		if people[i].Key, err = devSecret(filepath.Join(dataDir, "dev-gateway."+p.Principal+".key"), func() (string, error) {
+			k, _, err := apikey.New(p.Principal, apikey.Scopes, nil)
+			return k, err
+		}); err != nil {
+			return nil, err
+		}
+		entries = append(entries, apikey.Entry{Principal: p.Principal, SHA256: apikey.Hash(people[i].Key), Scopes: apikey.Scopes, Groups: p.Groups})
+	}
+	keys, err := apikey.NewSet(entries...)
 	if err != nil {
 		return nil, fmt.Errorf("dev gateway key: %w", err)
 	}
@@ -73,7 +124,7 @@ func startDevGateway(addr, dataDir string, c client.Client, taskQueue string, lo
 			logger.Error("Dev gateway stopped", "error", err)
 		}
 	}()
-	return &devGateway{url: "http://" + ln.Addr().String(), key: key, srv: srv}, nil
+	return &devGateway{url: "http://" + ln.Addr().String(), key: key, people: people, srv: srv}, nil
 }
 
 func (g *devGateway) Stop() { _ = g.srv.Close() }

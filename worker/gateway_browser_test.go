@@ -141,10 +141,19 @@ func TestDevGatewayRefusesOtherPagesInChromium(t *testing.T) {
 // workerDev is `worker --dev` running as a subprocess: this test binary
 // in stand-in mode, so it is the worker's own main.
 type workerDev struct {
-	url, key, workspace string
+	url, key, workspace, data string
+	// logs is what the worker wrote so far.
+	logs func() string
 }
 
 func startWorkerDev(t *testing.T) *workerDev {
+	t.Helper()
+	return startWorkerDevWith(t, nil, nil)
+}
+
+// startWorkerDevWith starts `worker --dev` with more arguments and
+// environment.
+func startWorkerDevWith(t *testing.T, extraArgs, extraEnv []string) *workerDev {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -157,9 +166,10 @@ func startWorkerDev(t *testing.T) *workerDev {
 	gwPort, err := devserver.FreePort()
 	require.NoError(t, err)
 	gwAddr := fmt.Sprintf("127.0.0.1:%d", gwPort)
-	args := []string{"--dev", "--dev-port", strconv.Itoa(temporalPort), "--ui-port", "0", "--data", data, "--workspace", workspace, "--gateway-addr", gwAddr, "--log-level", "warn"}
+	args := append([]string{"--dev", "--dev-port", strconv.Itoa(temporalPort), "--ui-port", "0", "--data", data, "--workspace", workspace, "--gateway-addr", gwAddr, "--log-level", "warn"}, extraArgs...)
 	cmd := exec.Command(exe, "-test.run=^TestDevGatewayRefusesOtherPagesInChromium$")
-	cmd.Env = append(os.Environ(), workerDevEnv+"="+strings.Join(args, "\x1f"), "TOLLGATE_LINK_SECRET_FILE=", "TOLLGATE_METRICS_ADDR=", "TOLLGATE_MCP_CONFIG=", "TOLLGATE_OAUTH_PROVIDERS=")
+	cmd.Env = append(os.Environ(), workerDevEnv+"="+strings.Join(args, "\x1f"), "TOLLGATE_LINK_SECRET_FILE=", "TOLLGATE_METRICS_ADDR=", "TOLLGATE_MCP_CONFIG=", "TOLLGATE_OAUTH_PROVIDERS=", "TOLLGATE_POLICY=", "TOLLGATE_DEV_KEYS=")
+	cmd.Env = append(cmd.Env, extraEnv...)
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	cmd.Stdout, cmd.Stderr = lockedWriter{&mu, &logs}, lockedWriter{&mu, &logs}
@@ -180,7 +190,11 @@ func startWorkerDev(t *testing.T) *workerDev {
 			mu.Unlock()
 		}
 	})
-	w := &workerDev{url: "http://" + gwAddr, workspace: workspace}
+	w := &workerDev{url: "http://" + gwAddr, workspace: workspace, data: data, logs: func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.String()
+	}}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		select {
@@ -225,9 +239,15 @@ type reply struct {
 // JSON bodies said to be JSON.
 func (w *workerDev) do(t *testing.T, method, path, body string) reply {
 	t.Helper()
+	return w.doAs(t, w.key, method, path, body)
+}
+
+// doAs calls the gateway with key.
+func (w *workerDev) doAs(t *testing.T, key, method, path, body string) reply {
+	t.Helper()
 	req, err := http.NewRequest(method, w.url+path, strings.NewReader(body))
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+w.key)
+	req.Header.Set("Authorization", "Bearer "+key)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

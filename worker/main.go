@@ -72,6 +72,8 @@ type flags struct {
 	natsURL string
 	// policy names the approval rules file (docs/approvals.md).
 	policy string
+	// devKeys asks the dev gateway for keys of named people with groups.
+	devKeys string
 }
 
 func main() {
@@ -91,6 +93,7 @@ func main() {
 	flag.StringVar(&f.searchAttributes, "search-attributes", "auto", "keep Tollgate's search attributes current: auto (when the server has them), on, off")
 	flag.BoolVar(&f.dieWithParent, "die-with-parent", false, "exit when the parent process dies (Linux; used by make run)")
 	flag.StringVar(&f.policy, "policy", os.Getenv("TOLLGATE_POLICY"), "approval rules `file` (YAML or JSON; TOLLGATE_POLICY), checked against every tool's argument schema at start")
+	flag.StringVar(&f.devKeys, "dev-keys", os.Getenv("TOLLGATE_DEV_KEYS"), "with --dev, more gateway keys: comma-separated `NAME[:GROUP+GROUP]`, e.g. lena:leads,lars:leads,eve; each answers as NAME with its groups, and its key is printed at start (TOLLGATE_DEV_KEYS)")
 	flag.StringVar(&f.mcpConfig, "mcp", os.Getenv("TOLLGATE_MCP_CONFIG"), "MCP servers `file` (JSON) whose tools the worker offers as <server>.<tool> (TOLLGATE_MCP_CONFIG)")
 	flag.StringVar(&f.agentsFile, "agents", os.Getenv(agents.Env), "agents `file` (YAML or JSON): named agents turns and sessions run by name, call as tools and hand off to ("+agents.Env+")")
 	flag.StringVar(&f.oauthProviders, "oauth-providers", os.Getenv("TOLLGATE_OAUTH_PROVIDERS"), "OAuth providers `file` (JSON): tokens are refreshed before tools run, and with --dev the gateway runs the connect flow (TOLLGATE_OAUTH_PROVIDERS)")
@@ -147,6 +150,13 @@ func run(f flags, logger *slog.Logger) error {
 		if err := policy.Check(rules); err != nil {
 			return fmt.Errorf("tollgate: approval rules in %s: %w", f.policy, err)
 		}
+	}
+	people, err := parseDevKeys(f.devKeys)
+	if err != nil {
+		return err
+	}
+	if len(people) > 0 && (!f.dev || f.gatewayAddr == "") {
+		return fmt.Errorf("--dev-keys makes keys for the dev gateway, which runs only with --dev and a --gateway-addr")
 	}
 	var mcpConfig mcp.Config
 	if f.mcpConfig != "" {
@@ -279,7 +289,7 @@ func run(f flags, logger *slog.Logger) error {
 
 	var gw *devGateway
 	if f.dev && f.gatewayAddr != "" {
-		if gw, err = startDevGateway(f.gatewayAddr, f.dataDir, c, f.taskQueue, logger, conns, oauthProviders, events.source()); err != nil {
+		if gw, err = startDevGateway(f.gatewayAddr, f.dataDir, c, f.taskQueue, logger, conns, oauthProviders, events.source(), people...); err != nil {
 			return err
 		}
 		defer gw.Stop()
@@ -325,6 +335,13 @@ func printBanner(f flags, workspace, uiURL string, gw *devGateway, events *liveE
 	if gw != nil {
 		ui += fmt.Sprintf("  Gateway, inbox   %s/inbox  (dev mode: loopback only; same-origin requests without a key act as %q)\n", gw.url, gateway.DevPrincipal)
 		ui += fmt.Sprintf("  Dev API key      %s\n", gw.key)
+		for _, p := range gw.people {
+			groups := "no groups"
+			if len(p.Groups) > 0 {
+				groups = "groups " + strings.Join(p.Groups, ", ")
+			}
+			ui += fmt.Sprintf("  Key of %-9s %s  (%s)\n", p.Principal, p.Key, groups)
+		}
 	}
 	if events != nil {
 		ui += fmt.Sprintf("  Live events      %s  (TOLLGATE_NATS_URL for more workers and gateways)\n", events.url)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/results"
-	"github.com/tollgate-dev/tollgate/tool"
 )
 
 // swappedRules are a worker's rules that a test replaces mid-turn, as a
@@ -33,19 +32,6 @@ func (s *swappedRules) swap(t *testing.T, rules []policy.Rule) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.set = set
-}
-
-func compileTestRules(t *testing.T, rules []policy.Rule) *policy.Set {
-	t.Helper()
-	reg, err := tool.NewRegistry(testTools(t, &toolLog{}, nil)...)
-	require.NoError(t, err)
-	var tools []policy.Tool
-	for _, s := range reg.Specs() {
-		tools = append(tools, policy.Tool{Name: s.Name, Schema: s.Schema, Approval: string(s.Approval), Workspace: s.Workspace})
-	}
-	set, err := policy.Compile(rules, tools)
-	require.NoError(t, err)
-	return set
 }
 
 func newSwappedHarness(t *testing.T, f Features, rules []policy.Rule, replies ...results.Message) (*harness, *swappedRules) {

@@ -137,12 +137,13 @@ func (d *denyEverything) Decide(policy.Call) policy.Decision {
 
 // A turn's approval decisions are in its history: replayed on a worker
 // whose rules now deny everything, the recorded turns (one allowed
-// without asking, one approved by a quorum, one escalated) replay as they
-// ran, and the new rules are never asked.
+// without asking, one approved by a quorum, one escalated, one whose
+// waiting calls were re-evaluated) replay as they ran, and the new rules
+// are never asked.
 func TestRuleChangeDoesNotChangeAReplayedHistory(t *testing.T) {
 	rules := &denyEverything{}
 	f := workflows.Features{Rules: true, Policy: rules}
-	for _, name := range []string{"rules_allowed", "rules_quorum", "rules_escalated"} {
+	for _, name := range []string{"rules_allowed", "rules_quorum", "rules_escalated", "reevaluated"} {
 		require.NoError(t, replayWith(t, filepath.Join(corpus, name+".json"), f.AgentTurn), name)
 	}
 	require.Zero(t, rules.asked.Load())

@@ -141,12 +141,15 @@ type Turn struct {
 	// Status is TollgateStatus; for a turn without it (started before the
 	// attributes existed, or on a server without them) it is derived from
 	// the workflow's own status.
-	Status       workflows.Status `json:"status"`
-	User         string           `json:"user,omitempty"`
-	WaitingCalls []string         `json:"waiting_calls"`
-	WaitingTools []string         `json:"waiting_tools"`
-	StartTime    time.Time        `json:"start_time"`
-	CloseTime    *time.Time       `json:"close_time,omitempty"`
+	Status workflows.Status `json:"status"`
+	User   string           `json:"user,omitempty"`
+	// Session is the session whose turn this is (TollgateSession); empty
+	// for a turn started on its own.
+	Session      string     `json:"session,omitempty"`
+	WaitingCalls []string   `json:"waiting_calls"`
+	WaitingTools []string   `json:"waiting_tools"`
+	StartTime    time.Time  `json:"start_time"`
+	CloseTime    *time.Time `json:"close_time,omitempty"`
 	// Open is whether the workflow still runs (a turn that is not open
 	// has nobody to ask for its state without replaying it).
 	Open bool `json:"-"`
@@ -217,6 +220,7 @@ func fromInfo(e *workflowpb.WorkflowExecutionInfo) Turn {
 		t.Status = executionStatus(e.GetStatus())
 	}
 	decode(fields[workflows.UserAttr.GetName()], &t.User)
+	decode(fields[workflows.SessionAttr.GetName()], &t.Session)
 	decode(fields[workflows.WaitingCallsAttr.GetName()], &t.WaitingCalls)
 	decode(fields[workflows.WaitingToolsAttr.GetName()], &t.WaitingTools)
 	if t.WaitingCalls == nil {

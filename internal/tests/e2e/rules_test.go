@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
@@ -95,5 +97,50 @@ func TestRuleEscalates(t *testing.T) {
 	res := e.result(run)
 	require.Equal(t, workflows.StatusCompleted, res.Status)
 	require.True(t, mustCard(t, res.Cards, "w1").Approval.Escalated)
+	e.record(run)
+}
+
+// Two writes wait under a rule; the workers restart with new rules and
+// an operator re-evaluates the turn: the draft is released and runs, the
+// .env write is refused with the new rule's reason. The history is the
+// corpus's reevaluated.
+func TestReevaluateAfterTheRulesChanged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "reevaluated")
+	e.rules = []policy.Rule{{Name: "every_write", Tools: []string{"write_file"}, Action: policy.ActionRequireApproval, Group: "leads"}}
+	model := e.script(
+		reply("", call("w1", "write_file", map[string]string{"path": "drafts/plan.md", "content": "plan\n"}),
+			call("w2", "write_file", map[string]string{"path": "prod.env", "content": "KEY=1\n"})),
+		expecting(reply("Drafted; the .env write was refused."), 2, "never write .env files"),
+	)
+	rw := e.startWorker()
+	run := e.start(workflows.Input{Prompt: "Write the plan and the settings", Model: model, Tools: []string{"write_file"}})
+	e.waitState(run, "both writes waiting", func(s workflows.State) bool {
+		w1, ok1 := card(s.Cards, "w1")
+		w2, ok2 := card(s.Cards, "w2")
+		return ok1 && ok2 && w1.State == results.StatePendingApproval && w2.State == results.StatePendingApproval
+	})
+
+	e.stopWorker(rw)
+	e.rules = []policy.Rule{
+		draftsAllowed,
+		{Name: "no_env", Tools: []string{"write_file"}, When: `args.path.endsWith(".env")`, Action: policy.ActionDeny, Reason: "never write .env files; put settings in config.yaml"},
+	}
+	e.startWorker()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	got, err := tollgate.Client{Temporal: e.caller, TaskQueue: e.tq}.Reevaluate(ctx, run.GetID(), "olga")
+	require.NoError(t, err)
+	require.Len(t, got.Calls, 2)
+	require.Equal(t, workflows.ReevaluatedReleased, got.Calls[0].Outcome)
+	require.Equal(t, "drafts/allow", got.Calls[0].Now)
+	require.Equal(t, workflows.ReevaluatedRefused, got.Calls[1].Outcome)
+	require.Equal(t, "no_env/deny", got.Calls[1].Now)
+
+	res := e.result(run)
+	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+	require.Equal(t, results.StateSucceeded, mustCard(t, res.Cards, "w1").State)
+	require.NotEqual(t, results.StateSucceeded, mustCard(t, res.Cards, "w2").State)
+	require.NoFileExists(t, filepath.Join(e.ws, "prod.env"))
 	e.record(run)
 }
