@@ -195,6 +195,23 @@ func TestInboxShowsTheWholeChainOfAWaitTwoLevelsDown(t *testing.T) {
 	require.Equal(t, []string{"agdesk", "agboss", "agwriter"}, top.Agents[1].Chain)
 	require.Equal(t, "d1/c1/w1", top.Agents[1].Waiting[0].CallID, "ids as the top turn shows them")
 
+	// A key limited to another user learns nothing of the chain: not the
+	// top turn, not the called agents' turns, and it cannot answer the
+	// wait through the top turn.
+	other := e.keyFor("bobdesk", []apikey.Scope{apikey.Read, apikey.Respond}, e.name+"-bob")
+	for _, path := range []string{"/v1/turns?status=waiting", "/v1/turns?children=true", "/v1/turns?parent=" + url.QueryEscape(id), "/v1/turns?parent=" + url.QueryEscape(boss)} {
+		r := e.do(request{method: http.MethodGet, path: path, key: other})
+		require.Equal(t, http.StatusOK, r.code, r.body)
+		require.NotContains(t, r.body, id, path)
+	}
+	r := e.do(request{method: http.MethodPost, path: "/v1/turns/" + url.PathEscape(id) + "/respond", key: other, header: jsonBody, body: `{"call_id":"d1/c1/w1","decision":"approve"}`})
+	require.Equal(t, http.StatusNotFound, r.code, r.body)
+	otherBrowser := browserClient(t)
+	require.Equal(t, http.StatusSeeOther, e.login(otherBrowser, other).code)
+	otherPage := e.inbox(otherBrowser)
+	require.Equal(t, http.StatusOK, otherPage.code)
+	require.NotContains(t, otherPage.body, "d1/c1/w1")
+
 	browser := browserClient(t)
 	require.Equal(t, http.StatusSeeOther, e.login(browser, ops).code)
 	page := e.inbox(browser)
@@ -202,7 +219,7 @@ func TestInboxShowsTheWholeChainOfAWaitTwoLevelsDown(t *testing.T) {
 	require.Equal(t, 1, strings.Count(page.body, `data-call="d1/c1/w1"`), "the call shows once, under the top turn")
 	require.Contains(t, page.body, "agents agdesk → agboss → agwriter")
 
-	r := postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"d1/c1/w1"}, "action": {"approve"}})
+	r = postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"d1/c1/w1"}, "action": {"approve"}})
 	require.Equal(t, http.StatusSeeOther, r.code, r.body)
 	res := e.result(id)
 	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
