@@ -106,7 +106,11 @@ func TestLoadYAMLAndJSON(t *testing.T) {
 func TestAnExampleFileCompiles(t *testing.T) {
 	rules, err := policy.Load("../examples/policy.yaml")
 	require.NoError(t, err)
-	set, err := policy.Compile(rules, []policy.Tool{writeFile, issue})
+	// The refunds stand-in MCP server offers issue_refund with the same
+	// arguments as refunds.issue_refund; large_refund names both.
+	mcpIssue := issue
+	mcpIssue.Name = "refunds.issue_refund"
+	set, err := policy.Compile(rules, []policy.Tool{writeFile, issue, mcpIssue})
 	require.NoError(t, err)
 	require.Empty(t, set.Skipped)
 	require.Equal(t, policy.ActionAllow, set.Decide(policy.Call{Tool: "write_file", Args: json.RawMessage(`{"path":"drafts/x.md","content":""}`)}).Action)
@@ -114,9 +118,13 @@ func TestAnExampleFileCompiles(t *testing.T) {
 	require.Equal(t, policy.Decision{}, set.Decide(policy.Call{Tool: "write_file", Args: json.RawMessage(`{"path":"main.go","content":""}`)}))
 	require.Equal(t, policy.ActionDeny, set.Decide(policy.Call{Tool: "write_file", Args: json.RawMessage(`{"path":"drafts/.env","content":""}`)}).Action)
 	require.Equal(t, policy.Decision{}, set.Decide(policy.Call{Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"1001","amount_cents":4999}`)}))
-	d := set.Decide(policy.Call{Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"1001","amount_cents":150000}`)})
-	require.Equal(t, 2, d.Quorum)
-	require.Equal(t, "leads", d.Group)
+	for _, tool := range []string{"issue_refund", "refunds.issue_refund"} {
+		d := set.Decide(policy.Call{Tool: tool, Args: json.RawMessage(`{"order_id":"1001","amount_cents":150000}`)})
+		require.Equal(t, "large_refund", d.Rule, tool)
+		require.Equal(t, 2, d.Quorum, tool)
+		require.Equal(t, "leads", d.Group, tool)
+	}
+	require.Equal(t, policy.Decision{}, set.Decide(policy.Call{Tool: "refunds.issue_refund", Args: json.RawMessage(`{"order_id":"1001","amount_cents":4999}`)}))
 }
 
 // BenchmarkDecide100Rules is one call's decision with 100 rules that apply
