@@ -116,6 +116,11 @@ func TestAnExampleFileCompiles(t *testing.T) {
 	require.Equal(t, policy.ActionAllow, set.Decide(policy.Call{Tool: "write_file", Args: json.RawMessage(`{"path":"drafts/x.md","content":""}`)}).Action)
 	// Elsewhere no rule matches, so write_file's own default (always) asks.
 	require.Equal(t, policy.Decision{}, set.Decide(policy.Call{Tool: "write_file", Args: json.RawMessage(`{"path":"main.go","content":""}`)}))
+	// A path that only starts in drafts/ is not a draft: the model could
+	// write anywhere in the workspace unasked through drafts/../.
+	for _, p := range []string{"drafts/../main.go", "drafts/x/../../main.go"} {
+		require.Equal(t, policy.Decision{}, set.Decide(policy.Call{Tool: "write_file", Args: json.RawMessage(`{"path":"` + p + `","content":""}`)}), p)
+	}
 	require.Equal(t, policy.ActionDeny, set.Decide(policy.Call{Tool: "write_file", Args: json.RawMessage(`{"path":"drafts/.env","content":""}`)}).Action)
 	require.Equal(t, policy.Decision{}, set.Decide(policy.Call{Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"1001","amount_cents":4999}`)}))
 	for _, tool := range []string{"issue_refund", "refunds.issue_refund"} {
