@@ -36,6 +36,19 @@ func TestRulesDecide(t *testing.T) {
 	d = set.Decide(policy.Call{Tool: "write_file", Args: json.RawMessage(`{"path":"drafts/.env","content":"x"}`)})
 	require.Equal(t, policy.Decision{Action: policy.ActionDeny, Rule: "secrets", Reason: "never write .env files"}, d, "deny beats an allow that matched first")
 
+	// A workspace tool's path reaches rules as the tool resolves it: a
+	// prefix rule cannot be walked out of with "..", and "./" is the same
+	// path as none.
+	for p, want := range map[string]policy.Decision{
+		"drafts/../main.go":      {},
+		"drafts/x/../../main.go": {},
+		"drafts/../../etc/x":     {},
+		"./drafts/a.md":          {Action: policy.ActionAllow, Rule: "drafts"},
+		"drafts//x/../a.md":      {Action: policy.ActionAllow, Rule: "drafts"},
+	} {
+		require.Equal(t, want, set.Decide(policy.Call{Tool: "write_file", Args: json.RawMessage(`{"path":"` + p + `","content":"x"}`)}), p)
+	}
+
 	d = set.Decide(policy.Call{Tool: "refund", Args: json.RawMessage(`{"order":"o1","amount":900}`), Step: 1})
 	require.Equal(t, policy.ActionRequireApproval, d.Action)
 	require.Equal(t, "big_refund", d.Rule)

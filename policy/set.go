@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -71,10 +72,12 @@ type Set struct {
 }
 
 type toolRules struct {
-	p     *shapes
-	args  *shape
-	tool  ref.Val
-	rules []compiled
+	p    *shapes
+	args *shape
+	tool ref.Val
+	// workspace tools' paths reach rules cleaned (workspacePath).
+	workspace bool
+	rules     []compiled
 }
 
 type compiled struct {
@@ -128,7 +131,7 @@ func Compile(rules []Rule, tools []Tool) (*Set, error) {
 		if args.kind == dynShape {
 			args = &shape{kind: mapShape}
 		}
-		envs = append(envs, toolEnv{tr: &toolRules{p: p, args: args, tool: types.NewStringInterfaceMap(p, toolValue(t))}})
+		envs = append(envs, toolEnv{tr: &toolRules{p: p, args: args, tool: types.NewStringInterfaceMap(p, toolValue(t)), workspace: t.Workspace}})
 	}
 	if err := p.addFixed(); err != nil {
 		return nil, err
@@ -292,6 +295,9 @@ func (s *Set) Decide(c Call) Decision {
 	if args == nil {
 		args = map[string]any{}
 	}
+	if tr.workspace {
+		cleanWorkspacePath(args)
+	}
 	act := &activation{
 		tool: tr.tool,
 		args: tr.p.NativeToValue(tr.p.toVal(tr.args, args)),
@@ -364,4 +370,19 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// cleanWorkspacePath gives rules a workspace tool's path as the tool will
+// resolve it, lexically: "drafts/../main.go" is "main.go", so a rule that
+// lets "drafts/" through does not let the model write anywhere by way of
+// it. A path that still climbs ("../x") or is absolute matches no
+// relative prefix, so a rule written for the workspace asks for it.
+func cleanWorkspacePath(args any) {
+	m, ok := args.(map[string]any)
+	if !ok {
+		return
+	}
+	if p, ok := m["path"].(string); ok && p != "" {
+		m["path"] = path.Clean(p)
+	}
 }
