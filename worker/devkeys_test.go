@@ -31,8 +31,12 @@ func TestParseDevKeys(t *testing.T) {
 	}, keys)
 	for spec, want := range map[string]string{
 		"lena:leads,lena:ops": "names lena twice",
-		"lena:lead s":         `group "lead s" must be`,
-		"-x":                  `principal "-x" must be`,
+		// One key file each: on a file system that folds case, Lena and
+		// lena would share one.
+		"Lena,lena:leads": "names lena twice",
+		"DEV":             "names DEV twice",
+		"lena:lead s":     `group "lead s" must be`,
+		"-x":              `principal "-x" must be`,
 	} {
 		_, err := parseDevKeys(spec)
 		require.ErrorContains(t, err, want, spec)

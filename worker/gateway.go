@@ -65,10 +65,11 @@ func parseDevKeys(s string) ([]devKey, error) {
 		if err := e.Validate(); err != nil {
 			return nil, fmt.Errorf("--dev-keys %q: %w", item, err)
 		}
-		if seen[name] {
+		// Case-folded: each name is a key file in the data directory.
+		if seen[strings.ToLower(name)] {
 			return nil, fmt.Errorf("--dev-keys names %s twice (or names the dev principal); give each person one entry with all their groups, as NAME:GROUP+GROUP", name)
 		}
-		seen[name] = true
+		seen[strings.ToLower(name)] = true
 		out = append(out, k)
 	}
 	return out, nil
