@@ -59,11 +59,6 @@ func (c *cli) cmdList(ctx context.Context, args []string) error {
 	if f.Limit < 1 {
 		return usagef("--limit must be at least 1")
 	}
-	if f.Parent != "" && f.Children {
-		// --parent already lists only children; --children would read as
-		// "and every other child too", which the query cannot say.
-		return usagef("--parent and --children do not go together: --parent lists only the turns that turn called")
-	}
 	if err := f.Check(); err != nil {
 		return usagef("%v", err)
 	}

@@ -84,6 +84,11 @@ func (f Filter) Check() error {
 	if err := checkLiteral(f.Parent); err != nil {
 		return fmt.Errorf("parent: %w", err)
 	}
+	if f.Parent != "" && f.Children {
+		// Parent already lists only children; children would read as
+		// "and every other child too", which the query cannot say.
+		return fmt.Errorf("parent and children do not go together: parent lists only the turns that turn called")
+	}
 	for _, u := range f.Users {
 		if u == "" || len(u) > maxUserLen {
 			return fmt.Errorf("a limiting user must be 1 to %d bytes", maxUserLen)

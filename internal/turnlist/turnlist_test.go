@@ -36,6 +36,7 @@ func TestCheck(t *testing.T) {
 		"limit empty":    {Users: []string{""}},
 		"parent quote":   {Parent: "t' OR '1'='1"},
 		"long parent":    {Parent: string(make([]byte, maxParentLen+1))},
+		"parent and all": {Parent: "tollgate-1", Children: true},
 	} {
 		require.Error(t, f.Check(), name)
 	}
