@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -86,23 +87,18 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 	if isTurn {
 		what = "turn"
 	}
-	dctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
-	ref, err := s.describeTurn(dctx, id, "")
-	cancel()
-	if err == nil && principal(r).Limited() && !principal(r).Reaches(ref.user) {
-		err = serviceerror.NewNotFound(what + " not reachable by this key")
-	}
-	if err != nil {
-		s.temporalFailure(w, r, "read the "+what, err)
+	ws := s.startWatch(r, id, f, after, what)
+	if ws.err != nil {
+		s.temporalFailure(w, r, "read the "+what, ws.err)
 		return
 	}
-	sub, err := s.opts.Events.Subscribe(r.Context(), f, after, s.opts.EventsBuffer)
-	if err != nil {
-		s.log.Warn("Live events unavailable", "error", err)
+	if ws.subErr != nil {
+		s.log.Warn("Live events unavailable", "error", ws.subErr)
 		w.Header().Set("Retry-After", retryAfter)
 		fail(w, r, http.StatusServiceUnavailable, fmt.Sprintf("live events are unavailable right now; poll GET /v1/turns/{id} for the %s's state, or try again later", what))
 		return
 	}
+	ref, sub := ws.ref, ws.sub
 	defer sub.Close()
 
 	h := w.Header()
@@ -139,8 +135,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 	if !write(out.start()) {
 		return
 	}
-	keep := time.NewTicker(s.opts.EventsKeepAlive)
-	defer keep.Stop()
+	keep := s.keepAlive.next(s.opts.EventsKeepAlive)
 	// A turn that has ended gets what was kept of its events, then the end.
 	var idle <-chan time.Time
 	if !ref.open {
@@ -173,14 +168,74 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 		case <-idle:
 			write(out.end())
 			return
-		case <-keep.C:
+		case <-keep:
 			if !write(": keep-alive\n\n") {
 				return
 			}
+			keep = s.keepAlive.next(s.opts.EventsKeepAlive)
 		case <-r.Context().Done():
 			return
 		}
 	}
+}
+
+// watchStart is what a watcher's stream starts from.
+type watchStart struct {
+	ref turnRef
+	// err is why the turn (or session) could not be read for this key,
+	// subErr why its events could not be subscribed to.
+	err, subErr error
+	sub         *stream.Subscription
+}
+
+// startWatch reads the turn (or session) and subscribes to its events on
+// a goroutine that ends when it returns. The calls into Temporal and NATS
+// grow a goroutine's stack to several times what a watcher then needs,
+// and the collector gives that back only by halves, one per cycle; the
+// handler's goroutine lives as long as its watcher, idle or not.
+func (s *Server) startWatch(r *http.Request, id string, f stream.Filter, after uint64, what string) watchStart {
+	done := make(chan watchStart, 1)
+	go func() {
+		var ws watchStart
+		dctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+		ws.ref, ws.err = s.describeTurn(dctx, id, "")
+		cancel()
+		if ws.err == nil && principal(r).Limited() && !principal(r).Reaches(ws.ref.user) {
+			ws.err = serviceerror.NewNotFound(what + " not reachable by this key")
+		}
+		if ws.err == nil {
+			ws.sub, ws.subErr = s.opts.Events.Subscribe(r.Context(), f, after, s.opts.EventsBuffer)
+		}
+		done <- ws
+	}()
+	return <-done
+}
+
+// keepAlives times the keep-alives of all of a gateway's event streams
+// with one timer rather than a ticker each: next returns a channel that
+// closes when the current period ends, and the period after starts only
+// when a stream asks for it, so a gateway with no watchers holds no timer.
+type keepAlives struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (k *keepAlives) next(every time.Duration) <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ch == nil {
+		ch := make(chan struct{})
+		k.ch = ch
+		time.AfterFunc(every, func() {
+			k.mu.Lock()
+			if k.ch == ch {
+				k.ch = nil
+			}
+			k.mu.Unlock()
+			close(ch)
+		})
+	}
+	return k.ch
 }
 
 // resumeAfter reads the id to resume after: the Last-Event-ID header an
