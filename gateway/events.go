@@ -64,75 +64,17 @@ type eventWriter interface {
 }
 
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, f stream.Filter, isTurn bool) {
-	if s.opts.Events == nil {
-		fail(w, r, http.StatusServiceUnavailable, "live events are off on this gateway (it has no NATS); poll GET /v1/turns/{id} for the turn's state instead")
-		return
-	}
-	after, err := resumeAfter(r)
-	if err != nil {
-		fail(w, r, http.StatusBadRequest, err.Error())
-		return
-	}
-	var out eventWriter
-	switch format := r.URL.Query().Get("format"); format {
-	case "", "tollgate":
-		out = sseWriter{}
-	case "ai-sdk":
-		out = &aisdkWriter{message: id}
-	default:
-		fail(w, r, http.StatusBadRequest, fmt.Sprintf("format %q is not known; use tollgate (the default) or ai-sdk", format))
-		return
-	}
-	what := "session"
-	if isTurn {
-		what = "turn"
-	}
-	ws := s.startWatch(r, id, f, after, what)
-	if ws.err != nil {
-		s.temporalFailure(w, r, "read the "+what, ws.err)
-		return
-	}
-	if ws.subErr != nil {
-		s.log.Warn("Live events unavailable", "error", ws.subErr)
-		w.Header().Set("Retry-After", retryAfter)
-		fail(w, r, http.StatusServiceUnavailable, fmt.Sprintf("live events are unavailable right now; poll GET /v1/turns/{id} for the %s's state, or try again later", what))
+	// The checks and the start are a call of their own, so that their
+	// locals are off the stack that the loop below holds while it waits,
+	// perhaps for hours (startWatch says why that matters).
+	ws, out, ok := s.openEvents(w, r, id, f, isTurn)
+	if !ok {
 		return
 	}
 	ref, sub := ws.ref, ws.sub
 	defer sub.Close()
-
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("X-Accel-Buffering", "no")
-	if _, ok := out.(*aisdkWriter); ok {
-		h.Set(AISDKHeader, "v1")
-	}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	// Events that are already waiting go out in one write and one flush,
-	// which is what keeps a fast reply cheap for many watchers: pending
-	// collects them, at most eventsPerFlush, so that a watcher that never
-	// finds its hand-over empty still gets the first of them soon.
-	var pending []byte
-	queued := 0
-	flush := func() bool {
-		if len(pending) == 0 {
-			return true
-		}
-		_ = rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
-		_, err := w.Write(pending)
-		pending, queued = pending[:0], 0
-		if len(sub.Events()) == 0 {
-			// Nothing waits: an idle watcher holds no buffer.
-			pending = nil
-		}
-		return err == nil && rc.Flush() == nil
-	}
-	write := func(s string) bool {
-		pending = append(pending, s...)
-		return flush()
-	}
-	if !write(out.start()) {
+	es := &eventStream{w: w, rc: http.NewResponseController(w), sub: sub}
+	if !es.write(out.start()) {
 		return
 	}
 	keep := s.keepAlive.next(s.opts.EventsKeepAlive)
@@ -146,30 +88,14 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 	for {
 		select {
 		case ev, ok := <-sub.Events():
-			if !ok {
-				var lag *stream.LaggedError
-				if errors.As(sub.Err(), &lag) {
-					write(out.lagged(lag.ResumeAfter))
-				}
-				return
-			}
-			pending = out.appendEvent(pending, ev)
-			queued++
-			if len(sub.Events()) > 0 && queued < eventsPerFlush && ev.Type != stream.TypeResult {
-				continue
-			}
-			if !flush() {
-				return
-			}
-			if isTurn && ev.Type == stream.TypeResult {
-				write(out.end())
+			if !es.take(out, &ev, ok, isTurn) {
 				return
 			}
 		case <-idle:
-			write(out.end())
+			es.write(out.end())
 			return
 		case <-keep:
-			if !write(": keep-alive\n\n") {
+			if !es.write(": keep-alive\n\n") {
 				return
 			}
 			keep = s.keepAlive.next(s.opts.EventsKeepAlive)
@@ -177,6 +103,117 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 			return
 		}
 	}
+}
+
+// eventStream writes one watcher's events. Its methods are kept out of
+// serveEvents (noinline): inlined at each call, they would make the frame
+// that a waiting watcher's goroutine holds several times larger.
+type eventStream struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	sub *stream.Subscription
+	// Events that are already waiting go out in one write and one flush,
+	// which is what keeps a fast reply cheap for many watchers: pending
+	// collects them, at most eventsPerFlush, so that a watcher that never
+	// finds its hand-over empty still gets the first of them soon.
+	pending []byte
+	queued  int
+}
+
+// take writes ev, or with ok false what ends the stream (lagged), and
+// says whether the stream goes on.
+//
+//go:noinline
+func (es *eventStream) take(out eventWriter, ev *stream.Event, ok, isTurn bool) bool {
+	if !ok {
+		var lag *stream.LaggedError
+		if errors.As(es.sub.Err(), &lag) {
+			es.write(out.lagged(lag.ResumeAfter))
+		}
+		return false
+	}
+	// A copy: ev, the receiving loop's variable, stays on its stack.
+	es.pending = out.appendEvent(es.pending, *ev)
+	es.queued++
+	if len(es.sub.Events()) > 0 && es.queued < eventsPerFlush && ev.Type != stream.TypeResult {
+		return true
+	}
+	if !es.flush() {
+		return false
+	}
+	if isTurn && ev.Type == stream.TypeResult {
+		es.write(out.end())
+		return false
+	}
+	return true
+}
+
+//go:noinline
+func (es *eventStream) flush() bool {
+	if len(es.pending) == 0 {
+		return true
+	}
+	_ = es.rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
+	_, err := es.w.Write(es.pending)
+	es.pending, es.queued = es.pending[:0], 0
+	if len(es.sub.Events()) == 0 {
+		// Nothing waits: an idle watcher holds no buffer.
+		es.pending = nil
+	}
+	return err == nil && es.rc.Flush() == nil
+}
+
+//go:noinline
+func (es *eventStream) write(s string) bool {
+	es.pending = append(es.pending, s...)
+	return es.flush()
+}
+
+// openEvents checks an events request, reads its turn (or session) and
+// subscribes to its events, and answers the request with the stream's
+// headers, or with why not (ok false).
+func (s *Server) openEvents(w http.ResponseWriter, r *http.Request, id string, f stream.Filter, isTurn bool) (ws watchStart, out eventWriter, ok bool) {
+	if s.opts.Events == nil {
+		fail(w, r, http.StatusServiceUnavailable, "live events are off on this gateway (it has no NATS); poll GET /v1/turns/{id} for the turn's state instead")
+		return ws, nil, false
+	}
+	after, err := resumeAfter(r)
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
+		return ws, nil, false
+	}
+	switch format := r.URL.Query().Get("format"); format {
+	case "", "tollgate":
+		out = sseWriter{}
+	case "ai-sdk":
+		out = &aisdkWriter{message: id}
+	default:
+		fail(w, r, http.StatusBadRequest, fmt.Sprintf("format %q is not known; use tollgate (the default) or ai-sdk", format))
+		return ws, nil, false
+	}
+	what := "session"
+	if isTurn {
+		what = "turn"
+	}
+	ws = s.startWatch(r, id, f, after, what)
+	if ws.err != nil {
+		s.temporalFailure(w, r, "read the "+what, ws.err)
+		return ws, nil, false
+	}
+	if ws.subErr != nil {
+		s.log.Warn("Live events unavailable", "error", ws.subErr)
+		w.Header().Set("Retry-After", retryAfter)
+		fail(w, r, http.StatusServiceUnavailable, fmt.Sprintf("live events are unavailable right now; poll GET /v1/turns/{id} for the %s's state, or try again later", what))
+		return ws, nil, false
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	if _, ok := out.(*aisdkWriter); ok {
+		h.Set(AISDKHeader, "v1")
+	}
+	w.WriteHeader(http.StatusOK)
+	return ws, out, true
 }
 
 // watchStart is what a watcher's stream starts from.
