@@ -100,6 +100,69 @@ type member struct {
 	cursor uint64
 	// unwatch stops the context.AfterFunc that ends a caught-up member.
 	unwatch func() bool
+	// parked (under the topic's lock): m is on the live list with no
+	// goroutine. A member that has just caught up keeps its goroutine
+	// for followLinger first, waiting on wake, so that a watcher of a
+	// fast reply, which falls behind and catches up again and again,
+	// does not start a goroutine each time.
+	parked bool
+	wake   chan struct{}
+	linger *time.Timer
+}
+
+// followLinger is how long a caught-up member's goroutine waits for the
+// next event before it ends.
+const followLinger = 100 * time.Millisecond
+
+// resume has m, just taken off the live list by the caller (holding the
+// topic's lock), follow from its cursor: on its lingering goroutine, or
+// on a new one.
+func (m *member) resume() {
+	if m.parked {
+		m.parked = false
+		go m.follow(m.cursor)
+		return
+	}
+	m.wake <- struct{}{}
+}
+
+// wait holds a member that has just joined the live list for
+// followLinger. It returns true when m was taken off the list meanwhile
+// and its goroutine follows on from m.cursor, false when the goroutine
+// is to end: m is parked, or ended by cancelled.
+func (m *member) wait() bool {
+	if m.linger == nil {
+		m.linger = time.NewTimer(followLinger)
+	} else {
+		m.linger.Reset(followLinger)
+	}
+	select {
+	case <-m.wake:
+		m.linger.Stop()
+		return true
+	case <-m.ctx.Done():
+		m.linger.Stop()
+	case <-m.linger.C:
+	}
+	t := m.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, o := range t.live {
+		if o == m {
+			// Parked: add or end starts a goroutine for it, or, if its
+			// context has ended, cancelled finishes it.
+			m.parked = true
+			return false
+		}
+	}
+	// Taken off the list: by add or end, which signalled wake, or by
+	// cancelled, which finishes m itself.
+	select {
+	case <-m.wake:
+		return true
+	default:
+		return false
+	}
 }
 
 // Subscribe delivers the events that match f with ids after after, as
@@ -138,7 +201,7 @@ func (h *Hub) Subscribe(ctx context.Context, f Filter, after uint64, buffer int)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{events: make(chan Event, buffer), stall: n.cfg.SlowReader, done: make(chan struct{}), stop: cancel}
-	m := &member{s: s, h: h, t: t, ctx: ctx}
+	m := &member{s: s, h: h, t: t, ctx: ctx, wake: make(chan struct{}, 1)}
 	// A caught-up member has no goroutine to notice its context ending:
 	// this does, without one until then.
 	m.unwatch = context.AfterFunc(ctx, m.cancelled)
@@ -263,7 +326,7 @@ func (t *topic) add(ev Event, capacity int) {
 			last := len(t.live) - 1
 			t.live[i], t.live[last] = t.live[last], nil
 			t.live = t.live[:last]
-			go m.follow(m.cursor)
+			m.resume()
 		}
 	}
 }
@@ -277,7 +340,7 @@ func (t *topic) end(err error) {
 		t.err = err
 		// Each finds the error after its last event and says so.
 		for _, m := range t.live {
-			go m.follow(m.cursor)
+			m.resume()
 		}
 		clear(t.live)
 		t.live = t.live[:0]
@@ -364,7 +427,13 @@ func (m *member) follow(cursor uint64) {
 		}
 		evs, covered, joined, err := t.since(cursor, batch[:0], followBatch, m)
 		if joined {
-			return
+			// Caught up, perhaps for long: hold no copies meanwhile.
+			batch = nil
+			if !m.wait() {
+				return
+			}
+			cursor = m.cursor
+			continue
 		}
 		if !covered {
 			var ok bool
@@ -406,8 +475,10 @@ func (m *member) cancelled() {
 // off the live list.
 func (m *member) finish() {
 	m.unwatch()
-	close(m.s.events)
+	// Released first: once a reader sees the channel closed, the
+	// subscriber no longer holds the topic's consumer.
 	m.h.release(m.t)
+	close(m.s.events)
 	close(m.s.done)
 }
 
