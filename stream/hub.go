@@ -42,6 +42,8 @@ type Hub struct {
 
 	mu     sync.Mutex
 	topics map[Filter]*topic
+	// linger times how long caught-up members keep their goroutines.
+	linger periods
 }
 
 var _ Source = (*Hub)(nil)
@@ -107,12 +109,39 @@ type member struct {
 	// does not start a goroutine each time.
 	parked bool
 	wake   chan struct{}
-	linger *time.Timer
 }
 
 // followLinger is how long a caught-up member's goroutine waits for the
-// next event before it ends.
+// next event before it ends: until the end of the hub's current period of
+// this length, timed by one timer for all of them (a timer each, reset at
+// every catching up, costs a fast reply's watchers more than it saves).
 const followLinger = 100 * time.Millisecond
+
+// periods hands out a channel that closes at the end of the current
+// period; the next period starts when someone asks for it, so an idle
+// hub holds no timer.
+type periods struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (p *periods) next(every time.Duration) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch == nil {
+		ch := make(chan struct{})
+		p.ch = ch
+		time.AfterFunc(every, func() {
+			p.mu.Lock()
+			if p.ch == ch {
+				p.ch = nil
+			}
+			p.mu.Unlock()
+			close(ch)
+		})
+	}
+	return p.ch
+}
 
 // resume has m, just taken off the live list by the caller (holding the
 // topic's lock), follow from its cursor: on its lingering goroutine, or
@@ -126,23 +155,16 @@ func (m *member) resume() {
 	m.wake <- struct{}{}
 }
 
-// wait holds a member that has just joined the live list for
+// wait holds a member that has just joined the live list for up to
 // followLinger. It returns true when m was taken off the list meanwhile
 // and its goroutine follows on from m.cursor, false when the goroutine
 // is to end: m is parked, or ended by cancelled.
 func (m *member) wait() bool {
-	if m.linger == nil {
-		m.linger = time.NewTimer(followLinger)
-	} else {
-		m.linger.Reset(followLinger)
-	}
 	select {
 	case <-m.wake:
-		m.linger.Stop()
 		return true
 	case <-m.ctx.Done():
-		m.linger.Stop()
-	case <-m.linger.C:
+	case <-m.h.linger.next(followLinger):
 	}
 	t := m.t
 	t.mu.Lock()
