@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -63,84 +64,20 @@ type eventWriter interface {
 }
 
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, f stream.Filter, isTurn bool) {
-	if s.opts.Events == nil {
-		fail(w, r, http.StatusServiceUnavailable, "live events are off on this gateway (it has no NATS); poll GET /v1/turns/{id} for the turn's state instead")
+	// The checks and the start are a call of their own, so that their
+	// locals are off the stack that the loop below holds while it waits,
+	// perhaps for hours (startWatch says why that matters).
+	ws, out, ok := s.openEvents(w, r, id, f, isTurn)
+	if !ok {
 		return
 	}
-	after, err := resumeAfter(r)
-	if err != nil {
-		fail(w, r, http.StatusBadRequest, err.Error())
-		return
-	}
-	var out eventWriter
-	switch format := r.URL.Query().Get("format"); format {
-	case "", "tollgate":
-		out = sseWriter{}
-	case "ai-sdk":
-		out = &aisdkWriter{message: id}
-	default:
-		fail(w, r, http.StatusBadRequest, fmt.Sprintf("format %q is not known; use tollgate (the default) or ai-sdk", format))
-		return
-	}
-	what := "session"
-	if isTurn {
-		what = "turn"
-	}
-	dctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
-	ref, err := s.describeTurn(dctx, id, "")
-	cancel()
-	if err == nil && principal(r).Limited() && !principal(r).Reaches(ref.user) {
-		err = serviceerror.NewNotFound(what + " not reachable by this key")
-	}
-	if err != nil {
-		s.temporalFailure(w, r, "read the "+what, err)
-		return
-	}
-	sub, err := s.opts.Events.Subscribe(r.Context(), f, after, s.opts.EventsBuffer)
-	if err != nil {
-		s.log.Warn("Live events unavailable", "error", err)
-		w.Header().Set("Retry-After", retryAfter)
-		fail(w, r, http.StatusServiceUnavailable, fmt.Sprintf("live events are unavailable right now; poll GET /v1/turns/{id} for the %s's state, or try again later", what))
-		return
-	}
+	ref, sub := ws.ref, ws.sub
 	defer sub.Close()
-
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("X-Accel-Buffering", "no")
-	if _, ok := out.(*aisdkWriter); ok {
-		h.Set(AISDKHeader, "v1")
-	}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	// Events that are already waiting go out in one write and one flush,
-	// which is what keeps a fast reply cheap for many watchers: pending
-	// collects them, at most eventsPerFlush, so that a watcher that never
-	// finds its hand-over empty still gets the first of them soon.
-	var pending []byte
-	queued := 0
-	flush := func() bool {
-		if len(pending) == 0 {
-			return true
-		}
-		_ = rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
-		_, err := w.Write(pending)
-		pending, queued = pending[:0], 0
-		if len(sub.Events()) == 0 {
-			// Nothing waits: an idle watcher holds no buffer.
-			pending = nil
-		}
-		return err == nil && rc.Flush() == nil
-	}
-	write := func(s string) bool {
-		pending = append(pending, s...)
-		return flush()
-	}
-	if !write(out.start()) {
+	es := &eventStream{w: w, rc: http.NewResponseController(w), sub: sub}
+	if !es.write(out.start()) {
 		return
 	}
-	keep := time.NewTicker(s.opts.EventsKeepAlive)
-	defer keep.Stop()
+	keep := s.keepAlive.next(s.opts.EventsKeepAlive)
 	// A turn that has ended gets what was kept of its events, then the end.
 	var idle <-chan time.Time
 	if !ref.open {
@@ -151,36 +88,191 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 	for {
 		select {
 		case ev, ok := <-sub.Events():
-			if !ok {
-				var lag *stream.LaggedError
-				if errors.As(sub.Err(), &lag) {
-					write(out.lagged(lag.ResumeAfter))
-				}
-				return
-			}
-			pending = out.appendEvent(pending, ev)
-			queued++
-			if len(sub.Events()) > 0 && queued < eventsPerFlush && ev.Type != stream.TypeResult {
-				continue
-			}
-			if !flush() {
-				return
-			}
-			if isTurn && ev.Type == stream.TypeResult {
-				write(out.end())
+			if !es.take(out, &ev, ok, isTurn) {
 				return
 			}
 		case <-idle:
-			write(out.end())
+			es.write(out.end())
 			return
-		case <-keep.C:
-			if !write(": keep-alive\n\n") {
+		case <-keep:
+			if !es.write(": keep-alive\n\n") {
 				return
 			}
+			keep = s.keepAlive.next(s.opts.EventsKeepAlive)
 		case <-r.Context().Done():
 			return
 		}
 	}
+}
+
+// eventStream writes one watcher's events. Its methods are kept out of
+// serveEvents (noinline): inlined at each call, they would make the frame
+// that a waiting watcher's goroutine holds several times larger.
+type eventStream struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	sub *stream.Subscription
+	// Events that are already waiting go out in one write and one flush,
+	// which is what keeps a fast reply cheap for many watchers: pending
+	// collects them, at most eventsPerFlush, so that a watcher that never
+	// finds its hand-over empty still gets the first of them soon.
+	pending []byte
+	queued  int
+}
+
+// take writes ev, or with ok false what ends the stream (lagged), and
+// says whether the stream goes on.
+//
+//go:noinline
+func (es *eventStream) take(out eventWriter, ev *stream.Event, ok, isTurn bool) bool {
+	if !ok {
+		var lag *stream.LaggedError
+		if errors.As(es.sub.Err(), &lag) {
+			es.write(out.lagged(lag.ResumeAfter))
+		}
+		return false
+	}
+	// A copy: ev, the receiving loop's variable, stays on its stack.
+	es.pending = out.appendEvent(es.pending, *ev)
+	es.queued++
+	if len(es.sub.Events()) > 0 && es.queued < eventsPerFlush && ev.Type != stream.TypeResult {
+		return true
+	}
+	if !es.flush() {
+		return false
+	}
+	if isTurn && ev.Type == stream.TypeResult {
+		es.write(out.end())
+		return false
+	}
+	return true
+}
+
+//go:noinline
+func (es *eventStream) flush() bool {
+	if len(es.pending) == 0 {
+		return true
+	}
+	_ = es.rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
+	_, err := es.w.Write(es.pending)
+	es.pending, es.queued = es.pending[:0], 0
+	if len(es.sub.Events()) == 0 {
+		// Nothing waits: an idle watcher holds no buffer.
+		es.pending = nil
+	}
+	return err == nil && es.rc.Flush() == nil
+}
+
+//go:noinline
+func (es *eventStream) write(s string) bool {
+	es.pending = append(es.pending, s...)
+	return es.flush()
+}
+
+// openEvents checks an events request, reads its turn (or session) and
+// subscribes to its events, and answers the request with the stream's
+// headers, or with why not (ok false).
+func (s *Server) openEvents(w http.ResponseWriter, r *http.Request, id string, f stream.Filter, isTurn bool) (ws watchStart, out eventWriter, ok bool) {
+	if s.opts.Events == nil {
+		fail(w, r, http.StatusServiceUnavailable, "live events are off on this gateway (it has no NATS); poll GET /v1/turns/{id} for the turn's state instead")
+		return ws, nil, false
+	}
+	after, err := resumeAfter(r)
+	if err != nil {
+		fail(w, r, http.StatusBadRequest, err.Error())
+		return ws, nil, false
+	}
+	switch format := r.URL.Query().Get("format"); format {
+	case "", "tollgate":
+		out = sseWriter{}
+	case "ai-sdk":
+		out = &aisdkWriter{message: id}
+	default:
+		fail(w, r, http.StatusBadRequest, fmt.Sprintf("format %q is not known; use tollgate (the default) or ai-sdk", format))
+		return ws, nil, false
+	}
+	what := "session"
+	if isTurn {
+		what = "turn"
+	}
+	ws = s.startWatch(r, id, f, after, what)
+	if ws.err != nil {
+		s.temporalFailure(w, r, "read the "+what, ws.err)
+		return ws, nil, false
+	}
+	if ws.subErr != nil {
+		s.log.Warn("Live events unavailable", "error", ws.subErr)
+		w.Header().Set("Retry-After", retryAfter)
+		fail(w, r, http.StatusServiceUnavailable, fmt.Sprintf("live events are unavailable right now; poll GET /v1/turns/{id} for the %s's state, or try again later", what))
+		return ws, nil, false
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	if _, ok := out.(*aisdkWriter); ok {
+		h.Set(AISDKHeader, "v1")
+	}
+	w.WriteHeader(http.StatusOK)
+	return ws, out, true
+}
+
+// watchStart is what a watcher's stream starts from.
+type watchStart struct {
+	ref turnRef
+	// err is why the turn (or session) could not be read for this key,
+	// subErr why its events could not be subscribed to.
+	err, subErr error
+	sub         *stream.Subscription
+}
+
+// startWatch reads the turn (or session) and subscribes to its events on
+// a goroutine that ends when it returns. The calls into Temporal and NATS
+// grow a goroutine's stack to several times what a watcher then needs,
+// and the collector gives that back only by halves, one per cycle; the
+// handler's goroutine lives as long as its watcher, idle or not.
+func (s *Server) startWatch(r *http.Request, id string, f stream.Filter, after uint64, what string) watchStart {
+	done := make(chan watchStart, 1)
+	go func() {
+		var ws watchStart
+		dctx, cancel := context.WithTimeout(r.Context(), s.opts.RespondTimeout)
+		ws.ref, ws.err = s.describeTurn(dctx, id, "")
+		cancel()
+		if ws.err == nil && principal(r).Limited() && !principal(r).Reaches(ws.ref.user) {
+			ws.err = serviceerror.NewNotFound(what + " not reachable by this key")
+		}
+		if ws.err == nil {
+			ws.sub, ws.subErr = s.opts.Events.Subscribe(r.Context(), f, after, s.opts.EventsBuffer)
+		}
+		done <- ws
+	}()
+	return <-done
+}
+
+// keepAlives times the keep-alives of all of a gateway's event streams
+// with one timer rather than a ticker each: next returns a channel that
+// closes when the current period ends, and the period after starts only
+// when a stream asks for it, so a gateway with no watchers holds no timer.
+type keepAlives struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (k *keepAlives) next(every time.Duration) <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ch == nil {
+		ch := make(chan struct{})
+		k.ch = ch
+		time.AfterFunc(every, func() {
+			k.mu.Lock()
+			if k.ch == ch {
+				k.ch = nil
+			}
+			k.mu.Unlock()
+			close(ch)
+		})
+	}
+	return k.ch
 }
 
 // resumeAfter reads the id to resume after: the Last-Event-ID header an

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -163,9 +164,22 @@ func TestStreamBench(t *testing.T) {
 		return
 	}
 	parked := e.park("", "one", "ann", 1)
+	profile := os.Getenv("TOLLGATE_STREAM_BENCH_PROFILE")
+	if profile != "" {
+		// Every allocation from here on, so that the profile's in-use
+		// bytes are the watchers' own (the figure below stays the MemStats one).
+		runtime.MemProfileRate = 1
+	}
 	runtime.GC()
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	g0 := runtime.NumGoroutine()
+	if profile != "" {
+		f, err := os.Create(filepath.Join(profile, "heap0.pprof"))
+		require.NoError(t, err)
+		require.NoError(t, pprof.Lookup("heap").WriteTo(f, 0))
+		require.NoError(t, f.Close())
+	}
 	conns := make([]net.Conn, 0, idle)
 	defer func() {
 		for _, c := range conns {
@@ -195,11 +209,23 @@ func TestStreamBench(t *testing.T) {
 	runtime.GC()
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
+	goroutines := float64(runtime.NumGoroutine()-g0) / float64(idle)
+	if profile != "" {
+		// Where an idle watcher's memory goes:
+		// go tool pprof -sample_index=inuse_space -diff_base heap0.pprof heap.pprof
+		for _, name := range []string{"heap", "goroutine"} {
+			f, err := os.Create(filepath.Join(profile, name+".pprof"))
+			require.NoError(t, err)
+			require.NoError(t, pprof.Lookup(name).WriteTo(f, 0))
+			require.NoError(t, f.Close())
+		}
+	}
 	per := (int64(m1.HeapInuse+m1.StackInuse) - int64(m0.HeapInuse+m0.StackInuse)) / int64(idle)
 	// The goal is under 64 KiB each, gateway and client together: the
 	// watchers of a turn share one JetStream consumer (stream.Hub).
 	// Reported, not asserted: the figure moves with the machine's load.
-	t.Logf("idle watchers: %d opened in %s, %.1f KiB each (heap and stacks of gateway, NATS consumer and client together, one process)", idle, openTime.Round(time.Millisecond), float64(per)/1024)
+	t.Logf("idle watchers: %d opened in %s, %.1f KiB each (heap and stacks of gateway, NATS consumer and client together, one process), %.2f goroutines each (heap %.1f KiB, stacks %.1f KiB)", idle, openTime.Round(time.Millisecond), float64(per)/1024, goroutines,
+		float64(int64(m1.HeapInuse)-int64(m0.HeapInuse))/float64(idle)/1024, float64(int64(m1.StackInuse)-int64(m0.StackInuse))/float64(idle)/1024)
 }
 
 // cpuTime is the process's user and system CPU time so far.

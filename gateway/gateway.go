@@ -118,6 +118,8 @@ type Server struct {
 	hosts              []allowedHost
 	addrHost, addrPort string
 	listenPort         atomic.Pointer[string]
+	// keepAlive times the events routes' keep-alives (events.go).
+	keepAlive keepAlives
 }
 
 // DevPrincipal is who anonymous requests act as in dev mode.

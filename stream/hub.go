@@ -42,6 +42,8 @@ type Hub struct {
 
 	mu     sync.Mutex
 	topics map[Filter]*topic
+	// linger times how long caught-up members keep their goroutines.
+	linger periods
 }
 
 var _ Source = (*Hub)(nil)
@@ -85,15 +87,104 @@ type topic struct {
 	refs int
 }
 
-// member is a caught-up subscriber. While it is in its topic's live list,
-// only add sends on its channel; its own goroutine waits for out.
+// member is one hub subscriber. While it is caught up it is on its
+// topic's live list and has no goroutine: add hands it each new event,
+// and whoever takes it off the list (add when its hand-over is full, end,
+// or its context ending) starts a goroutine to follow from cursor or
+// finishes it. Only the one that took it off the list sends on its
+// channel or closes it.
 type member struct {
-	s *Subscription
+	s   *Subscription
+	h   *Hub
+	t   *topic
+	ctx context.Context
 	// cursor is the id of the last event handed over.
 	cursor uint64
-	// out is closed when add stops handing events over (the hand-over
-	// was full) or the topic ends.
-	out chan struct{}
+	// unwatch stops the context.AfterFunc that ends a caught-up member.
+	unwatch func() bool
+	// parked (under the topic's lock): m is on the live list with no
+	// goroutine. A member that has just caught up keeps its goroutine
+	// for followLinger first, waiting on wake, so that a watcher of a
+	// fast reply, which falls behind and catches up again and again,
+	// does not start a goroutine each time.
+	parked bool
+	wake   chan struct{}
+}
+
+// followLinger is how long a caught-up member's goroutine waits for the
+// next event before it ends: until the end of the hub's current period of
+// this length, timed by one timer for all of them (a timer each, reset at
+// every catching up, costs a fast reply's watchers more than it saves).
+const followLinger = 100 * time.Millisecond
+
+// periods hands out a channel that closes at the end of the current
+// period; the next period starts when someone asks for it, so an idle
+// hub holds no timer.
+type periods struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (p *periods) next(every time.Duration) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch == nil {
+		ch := make(chan struct{})
+		p.ch = ch
+		time.AfterFunc(every, func() {
+			p.mu.Lock()
+			if p.ch == ch {
+				p.ch = nil
+			}
+			p.mu.Unlock()
+			close(ch)
+		})
+	}
+	return p.ch
+}
+
+// resume has m, just taken off the live list by the caller (holding the
+// topic's lock), follow from its cursor: on its lingering goroutine, or
+// on a new one.
+func (m *member) resume() {
+	if m.parked {
+		m.parked = false
+		go m.follow(m.cursor)
+		return
+	}
+	m.wake <- struct{}{}
+}
+
+// wait holds a member that has just joined the live list for up to
+// followLinger. It returns true when m was taken off the list meanwhile
+// and its goroutine follows on from m.cursor, false when the goroutine
+// is to end: m is parked, or ended by cancelled.
+func (m *member) wait() bool {
+	select {
+	case <-m.wake:
+		return true
+	case <-m.ctx.Done():
+	case <-m.h.linger.next(followLinger):
+	}
+	t := m.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, o := range t.live {
+		if o == m {
+			// Parked: add or end starts a goroutine for it, or, if its
+			// context has ended, cancelled finishes it.
+			m.parked = true
+			return false
+		}
+	}
+	// Taken off the list: by add or end, which signalled wake, or by
+	// cancelled, which finishes m itself.
+	select {
+	case <-m.wake:
+		return true
+	default:
+		return false
+	}
 }
 
 // Subscribe delivers the events that match f with ids after after, as
@@ -132,10 +223,11 @@ func (h *Hub) Subscribe(ctx context.Context, f Filter, after uint64, buffer int)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{events: make(chan Event, buffer), stall: n.cfg.SlowReader, done: make(chan struct{}), stop: cancel}
-	go func() {
-		defer h.release(t)
-		s.follow(ctx, h, t, after)
-	}()
+	m := &member{s: s, h: h, t: t, ctx: ctx, wake: make(chan struct{}, 1)}
+	// A caught-up member has no goroutine to notice its context ending:
+	// this does, without one until then.
+	m.unwatch = context.AfterFunc(ctx, m.cancelled)
+	go m.follow(after)
 	return s, nil
 }
 
@@ -253,10 +345,10 @@ func (t *topic) add(ev Event, capacity int) {
 			m.cursor = ev.ID
 			i++
 		default:
-			close(m.out)
 			last := len(t.live) - 1
 			t.live[i], t.live[last] = t.live[last], nil
 			t.live = t.live[:last]
+			m.resume()
 		}
 	}
 }
@@ -268,17 +360,17 @@ func (t *topic) end(err error) {
 	defer t.mu.Unlock()
 	if t.err == nil {
 		t.err = err
+		// Each finds the error after its last event and says so.
 		for _, m := range t.live {
-			close(m.out)
+			m.resume()
 		}
 		clear(t.live)
 		t.live = t.live[:0]
 	}
 }
 
-// leave takes m off the live list if it is still on it and returns the
-// id of the last event it was handed.
-func (t *topic) leave(m *member) uint64 {
+// leave takes m off the live list and reports whether it was on it.
+func (t *topic) leave(m *member) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, o := range t.live {
@@ -286,19 +378,19 @@ func (t *topic) leave(m *member) uint64 {
 			last := len(t.live) - 1
 			t.live[i], t.live[last] = t.live[last], nil
 			t.live = t.live[:last]
-			break
+			return true
 		}
 	}
-	return m.cursor
+	return false
 }
 
 // since copies up to limit of the events after cursor into out. covered
 // is false when the ring no longer holds the event after cursor (or
 // never did): the caller reads from JetStream instead. When there is
-// nothing after cursor and the topic goes on, m joins the live list at
-// cursor (joined): add hands it the next events, in the same critical
-// section that decided there were none, so none is missed. err is why
-// the topic ended, once it has.
+// nothing after cursor, the topic goes on and m's context has not ended,
+// m joins the live list at cursor (joined): add hands it the next events,
+// in the same critical section that decided there were none, so none is
+// missed. err is why the topic ended, once it has.
 func (t *topic) since(cursor uint64, out []Event, limit int, m *member) (evs []Event, covered, joined bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -309,8 +401,10 @@ func (t *topic) since(cursor uint64, out []Event, limit int, m *member) (evs []E
 	for ; i < t.len && len(out) < limit; i++ {
 		out = append(out, t.at(i))
 	}
-	if len(out) == 0 && t.err == nil {
-		m.cursor, m.out = cursor, make(chan struct{})
+	// m.cancelled takes m off the list under t.mu once ctx has ended, so
+	// checking here, under it, leaves no moment in which m joins unseen.
+	if len(out) == 0 && t.err == nil && m.ctx.Err() == nil {
+		m.cursor = cursor
 		t.live = append(t.live, m)
 		return out, true, true, nil
 	}
@@ -340,40 +434,41 @@ const hubHandoff = 8
 // followBatch bounds what a subscriber copies out of the ring at once.
 const followBatch = 16
 
-// follow delivers the topic's events after cursor to s until ctx ends,
-// the topic ends, or the reader lags: from the ring or JetStream while s
-// is behind, and by the hub's own hand while it is caught up.
-func (s *Subscription) follow(ctx context.Context, h *Hub, t *topic, cursor uint64) {
-	defer close(s.done)
-	defer close(s.events)
-	m := &member{s: s}
-	// Off the live list before the channel closes: add never sends on a
-	// closed channel.
-	defer t.leave(m)
+// follow delivers the topic's events after cursor to m's reader while it
+// is behind: from the ring, or from JetStream when the ring no longer
+// holds them. It returns once m is caught up and on the live list, where
+// add hands it events without a goroutine of its own, or once m ends: its
+// context ended, the topic ended, or the reader lagged.
+func (m *member) follow(cursor uint64) {
+	s, t := m.s, m.t
 	var batch []Event
 	for {
+		if m.ctx.Err() != nil {
+			m.finish()
+			return
+		}
 		evs, covered, joined, err := t.since(cursor, batch[:0], followBatch, m)
 		if joined {
 			// Caught up, perhaps for long: hold no copies meanwhile.
 			batch = nil
-			select {
-			case <-m.out:
-				cursor = t.leave(m)
-				continue
-			case <-ctx.Done():
+			if !m.wait() {
 				return
 			}
+			cursor = m.cursor
+			continue
 		}
 		if !covered {
 			var ok bool
-			if cursor, ok = s.catchUp(ctx, h, t, cursor); !ok {
+			if cursor, ok = s.catchUp(m.ctx, m.h, t, cursor); !ok {
+				m.finish()
 				return
 			}
 			continue
 		}
 		batch = evs
 		for i := range evs {
-			if !s.deliver(ctx, evs[i], cursor) {
+			if !s.deliver(m.ctx, evs[i], cursor) {
+				m.finish()
 				return
 			}
 			cursor = evs[i].ID
@@ -384,9 +479,29 @@ func (s *Subscription) follow(ctx context.Context, h *Hub, t *topic, cursor uint
 		}
 		if err != nil {
 			s.fail(err)
+			m.finish()
 			return
 		}
 	}
+}
+
+// cancelled ends m when its context ends, if m is caught up; a member
+// that is behind has a goroutine in follow that sees the context end.
+func (m *member) cancelled() {
+	if m.t.leave(m) {
+		m.finish()
+	}
+}
+
+// finish closes m's channel and lets go of its topic. Its caller holds m,
+// off the live list.
+func (m *member) finish() {
+	m.unwatch()
+	// Released first: once a reader sees the channel closed, the
+	// subscriber no longer holds the topic's consumer.
+	m.h.release(m.t)
+	close(m.s.events)
+	close(m.s.done)
 }
 
 // deliver hands ev to the reader, waiting up to the stall time for room.

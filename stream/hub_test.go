@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -285,4 +286,49 @@ func TestHubHandsEventsToCaughtUpSubscribersAndTakesBackThoseThatFellBehind(t *t
 		require.Equal(t, numbers(0, 40), got[i], "subscriber %d", i)
 	}
 	require.Eventually(t, func() bool { return live(h, f) == len(subs) }, 10*time.Second, 5*time.Millisecond)
+}
+
+// A caught-up subscriber costs no goroutine: a thousand idle watchers of
+// a gateway would otherwise hold a thousand stacks. It still gets the
+// next event, ends when its context does, and the last one to leave
+// stops the topic's consumer.
+func TestHubIdleSubscribersHoldNoGoroutine(t *testing.T) {
+	n := connect(t, embedded(t).URL(), Config{SlowReader: 10 * time.Second})
+	h := NewHub(n, 0)
+	f := Filter{Turn: "idle"}
+	// The topic's reader and the NATS client's own goroutines come with
+	// the first subscriber: count from there.
+	first, err := h.Subscribe(context.Background(), f, 0, 0)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return live(h, f) == 1 }, 10*time.Second, 5*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	before := runtime.NumGoroutine()
+
+	const idle = 200
+	ctx, cancel := context.WithCancel(context.Background())
+	subs := make([]*Subscription, idle)
+	for i := range subs {
+		subs[i], err = h.Subscribe(ctx, f, 0, 0)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return live(h, f) == idle+1 }, 10*time.Second, 5*time.Millisecond, "idle subscribers are caught up")
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() < before+idle/10 }, 10*time.Second, 5*time.Millisecond,
+		"%d idle subscribers hold %d goroutines", idle, runtime.NumGoroutine()-before)
+
+	n.Publish(Event{Type: TypeText, Turn: "idle", Text: "0"})
+	for _, s := range subs {
+		require.Equal(t, []string{"0"}, texts(t, s, 1))
+	}
+
+	// Their context ends: each channel closes without an error.
+	cancel()
+	for _, s := range subs {
+		for range s.Events() {
+		}
+		require.NoError(t, s.Err())
+	}
+	require.Equal(t, 1, live(h, f))
+	require.Equal(t, 1, h.Topics())
+	first.Close()
+	require.Equal(t, 0, h.Topics(), "the last to leave stops the consumer")
 }
