@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tollgate-dev/tollgate/model/scripted"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -35,6 +36,9 @@ type ManyCalls struct {
 	// Answered is the long turn's calls that ended succeeded (its shown
 	// cards plus the counted ones); ToolCalls what its result counts.
 	Answered, ToolCalls int
+	// Compactions is how often the long turn compacted its conversation,
+	// against Window, the scripted model's context window in tokens.
+	Compactions, Window int
 	// Runs are the long turn's runs, oldest first.
 	Runs []RunSize
 	// Mem are the worker's samples while the long turn ran.
@@ -62,7 +66,7 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 		return nil, err
 	}
 	defer p.stop()
-	r := &ManyCalls{Calls: cfg.Calls, ShortCalls: cfg.ShortCalls}
+	r := &ManyCalls{Calls: cfg.Calls, ShortCalls: cfg.ShortCalls, Window: scripted.DefaultContextTokens}
 	short, err := e.Script(cfg.ShortCalls, 1, NoopTool, struct{}{})
 	if err != nil {
 		return nil, err
@@ -144,6 +148,11 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 		if perr := p.profile("cpustop", ""); perr != nil && err == nil {
 			err = perr
 		}
+		// What the worker still holds once the turn ended: a conversation
+		// kept past its use shows here.
+		if perr := p.profile("heap", "manycalls-worker.heap"); perr != nil && err == nil {
+			err = perr
+		}
 	}
 	close(stop)
 	wg.Wait()
@@ -153,7 +162,7 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 	if sampleErr != nil {
 		return nil, fmt.Errorf("sample the worker's memory: %w", sampleErr)
 	}
-	r.ToolCalls = res.ToolCalls
+	r.ToolCalls, r.Compactions = res.ToolCalls, res.Compactions
 	for _, c := range res.Cards {
 		if c.State == results.StateSucceeded {
 			r.Answered++

@@ -96,3 +96,13 @@ func (c *convCache) extend(id string, base *conv, chunks [][]results.Message, by
 	c.convs.add(id, &conv{id: id, msgs: msgs, chunks: count, bytes: size}, size)
 	return msgs
 }
+
+// forget drops the conversation cached for id, if any.
+func (c *convCache) forget(id string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.convs.remove(id)
+}
