@@ -373,7 +373,7 @@ func (p *Provider) WithPace(d time.Duration) *Provider {
 func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Response, error) {
 	s := p.script
 	if req.System == compact.SummarySystem {
-		return summarize(req), nil
+		return s.summarize(req), nil
 	}
 	// Nothing below allocates a message's text: a call's cost must not
 	// grow with the conversation more than reading it does.
@@ -472,23 +472,73 @@ const summaryMarker = "scripted summary of %d replies"
 
 // summarize answers a compaction's request (package compact) with a
 // summary that counts the replies it summarises.
-func summarize(req model.Request) model.Response {
+func (s *Script) summarize(req model.Request) model.Response {
 	text := ""
 	for _, m := range req.Messages {
 		text += m.Text()
 	}
-	n := strings.Count(text, "\n[assistant]\n")
-	if strings.HasPrefix(text, "Summarise this conversation:\n\n[assistant]\n") {
-		n++
+	n, ok := s.countCut(text)
+	if !ok {
+		n = strings.Count(text, "\n[assistant]\n")
+		if strings.HasPrefix(text, "Summarise this conversation:\n\n[assistant]\n") {
+			n++
+		}
+		// A summary being summarised again stands for its replies too.
+		n += summarised([]results.Message{results.UserText(text[strings.Index(text, "\n\n")+2:])})
 	}
-	// A summary being summarised again stands for its replies too.
-	n += summarised([]results.Message{results.UserText(text[strings.Index(text, "\n\n")+2:])})
 	summary := fmt.Sprintf(summaryMarker, n)
 	return model.Response{
 		Message:    results.AssistantText(summary),
 		StopReason: model.StopEnd,
 		Usage:      model.Usage{InputTokens: tokens(len(text)), OutputTokens: tokens(len(summary))},
 	}
+}
+
+// countCut counts the replies a summary request stands for when its
+// middle was cut (compact.SummaryCut), and the replies there cannot be
+// counted: by the last call id in the part after the cut that names the
+// reply making it, and the replies after that one. ok is false for a
+// request that was not cut, or whose kept end names no call of the
+// script.
+func (s *Script) countCut(text string) (n int, ok bool) {
+	i := strings.LastIndex(text, compact.SummaryCut)
+	if i < 0 {
+		return 0, false
+	}
+	tail := text[i:]
+	for end := len(tail); ; {
+		j := strings.LastIndex(tail[:end], "\n(calls ")
+		if j < 0 {
+			return 0, false
+		}
+		end = j
+		f := strings.Fields(tail[j+len("\n(calls "):])
+		if len(f) < 2 {
+			continue
+		}
+		if turn, ok := s.turnOf(f[1]); ok {
+			return turn + strings.Count(tail[j:], "\n[assistant]\n"), true
+		}
+	}
+}
+
+// turnOf is the reply, counted from 1, that makes the call id.
+func (s *Script) turnOf(id string) (int, bool) {
+	for _, r := range s.Replies {
+		if r.Repeat > 1 {
+			continue
+		}
+		for _, c := range r.ToolCalls {
+			if c.ID == id {
+				return r.first, true
+			}
+		}
+	}
+	var t, j int
+	if n, _ := fmt.Sscanf(id, "call_%d_%d", &t, &j); n == 2 && id == fmt.Sprintf("call_%d_%d", t, j) && t >= 1 && t <= s.plays() {
+		return t, true
+	}
+	return 0, false
 }
 
 // summarised is the number of replies a compacted conversation's summary

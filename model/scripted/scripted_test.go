@@ -397,3 +397,27 @@ func TestContextWindowRefusesLongRequests(t *testing.T) {
 	_, err = Parse("w.json", []byte(`{"context_tokens": -1, "replies":[{"text":"hi"}]}`))
 	require.ErrorContains(t, err, "context_tokens must be between 0")
 }
+
+// A summary request too long for its window has its middle cut, where
+// the replies cannot be counted: the summary still stands for every one
+// of them, by the call ids after the cut, so the script goes on where it
+// was rather than playing replies again.
+func TestSummaryCountsRepliesOfACutRequest(t *testing.T) {
+	p := New(mustParse(t, `{"replies":[{"tool_calls":[{"name":"noop"}],"repeat":500},{"text":"done"}]}`))
+	ctx := context.Background()
+	msgs := []results.Message{results.UserText("go")}
+	for range 300 {
+		resp, err := p.Complete(ctx, model.Request{Messages: msgs})
+		require.NoError(t, err)
+		c := resp.Message.ToolCalls[0]
+		msgs = append(msgs, resp.Message, toolResult(c.ID, c.Name, "ok"))
+	}
+	system, older, recent := compact.Split(msgs, 50)
+	req := compact.SummaryRequest(older, 2000)
+	require.Contains(t, req[0].Text(), compact.SummaryCut)
+	sum, err := p.Complete(ctx, model.Request{System: compact.SummarySystem, Messages: req})
+	require.NoError(t, err)
+	next, err := p.Complete(ctx, model.Request{Messages: compact.Summarized(system, sum.Message.Text(), recent)})
+	require.NoError(t, err)
+	require.Equal(t, "call_301_1", next.Message.ToolCalls[0].ID)
+}
