@@ -83,7 +83,9 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 			return workflows.Result{}, "", err
 		}
 		var res workflows.Result
-		if err := e.Wait(ctx, wid, done, &res); err != nil {
+		// The long turn takes minutes; its stamp comes when its last run
+		// ends, not at a continue-as-new.
+		if err := waitClosedWithin(ctx, e.Client, wid, done, &res, time.Hour); err != nil {
 			return res, "", err
 		}
 		if res.Status != workflows.StatusCompleted {
