@@ -257,3 +257,6 @@ func (m *ManyCalls) MemAfter() (first Mem, peakHeap, peakAnon uint64, n int, ok 
 	}
 	return first, peakHeap, peakAnon, n, true
 }
+
+// Continues is how often the long turn continued as new.
+func (m *ManyCalls) Continues() int { return max(0, len(m.Runs)-1) }
