@@ -91,7 +91,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 		}
 		return CallModelResult{}, classify(err)
 	}
-	history, err := a.Transcripts.LoadContext(ctx, in.Transcript)
+	conv, err := a.Transcripts.LoadWith(ctx, in.Transcript, in.Messages)
 	if errors.Is(err, transcript.ErrMissing) || errors.Is(err, transcript.ErrCorrupt) {
 		countTranscriptMiss(ctx, err)
 		activity.GetLogger(ctx).Warn("Stored conversation unusable; the workflow will resend it", "turn", in.TurnID, "error", err)
@@ -100,7 +100,6 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 	if err != nil {
 		return CallModelResult{}, fmt.Errorf("load conversation: %w", err)
 	}
-	conv := append(history, in.Messages...)
 	stopBeat := heartbeat(ctx, callModelHeartbeatEvery)
 	defer stopBeat()
 	resp, err := provider.Complete(a.streamTo(ctx, in), model.Request{

@@ -55,7 +55,7 @@ type CompactResult struct {
 // verbatim. Both the compacted and the whole conversation are stored; the
 // turn's later calls go on from the compacted one.
 func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactResult, error) {
-	history, err := a.Transcripts.LoadContext(ctx, in.Transcript)
+	conv, err := a.Transcripts.LoadWith(ctx, in.Transcript, in.Messages)
 	if errors.Is(err, transcript.ErrMissing) || errors.Is(err, transcript.ErrCorrupt) {
 		countTranscriptMiss(ctx, err)
 		return CompactResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTranscriptMissing, err)
@@ -63,7 +63,6 @@ func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactResul
 	if err != nil {
 		return CompactResult{}, fmt.Errorf("load conversation: %w", err)
 	}
-	conv := append(history, in.Messages...)
 	keep := in.Window * compact.KeepPercent / 100
 	system, older, recent := compact.Split(conv, keep)
 	nothing := temporal.NewNonRetryableApplicationError("the conversation is a single exchange; compacting cannot shorten it", ErrTypeNothingToCompact, nil)
@@ -100,6 +99,8 @@ func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactResul
 	if res.Transcript, err = a.Transcripts.AppendContext(ctx, "", compacted); err != nil {
 		return CompactResult{}, fmt.Errorf("store the compacted conversation: %w", err)
 	}
+	// The turn's later calls load the compacted conversation only.
+	a.Transcripts.Forget(in.Transcript)
 	activity.GetLogger(ctx).Info("Conversation compacted", "turn", in.TurnID, "strategy", string(in.Strategy), "compacted", res.Compacted, "kept", res.Kept)
 	return res, nil
 }

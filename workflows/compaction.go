@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -10,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/activities"
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/compact"
+	"github.com/tollgate-dev/tollgate/model/scripted"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/stream"
 )
@@ -63,8 +65,18 @@ func (t *turn) window() int {
 	if t.in.Policy.ContextTokens > 0 {
 		return t.in.Policy.ContextTokens
 	}
+	if t.v >= scriptedWindowVersion && strings.HasPrefix(t.in.Model, "scripted:") {
+		return scripted.DefaultContextTokens
+	}
 	return compact.Window(t.in.Model)
 }
+
+// scriptedWindowVersion of the turn's change marker gives a scripted
+// model the context window its provider enforces
+// (scripted.DefaultContextTokens), so that a long scripted turn compacts
+// as a turn with a real model does. Before it, a scripted turn's window
+// was unknown and its conversation grew without bound.
+const scriptedWindowVersion = 17
 
 // nearWindow reports whether the next call would pass the threshold: the
 // last call's input and output tokens (the provider's figures) and the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/model/compact"
+	"github.com/tollgate-dev/tollgate/model/scripted"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/stream"
 )
@@ -234,4 +235,39 @@ func TestCompactionAndUsageAreLiveEvents(t *testing.T) {
 	require.Equal(t, res.Usage, *s.Usage)
 	require.Equal(t, 4, s.LastModelCall.Step)
 	require.False(t, s.LastModelCall.Compaction)
+}
+
+// A scripted model's window is the scripted default: a turn that nears
+// it compacts without policy.context_tokens, as a turn with a model of a
+// known family does. Another model of an unknown family does not.
+func TestScriptedModelCompactsNearItsDefaultWindow(t *testing.T) {
+	for _, c := range []struct {
+		model string
+		want  int
+	}{{"scripted:long.json", 1}, {"fake:model", 0}} {
+		t.Run(c.model, func(t *testing.T) {
+			h := newHarness(t)
+			// Each step's call and its echo take a tenth of the window: the
+			// ninth call would pass 80% of it.
+			text := strings.Repeat("x", scripted.DefaultContextTokens*4/20)
+			var replies []results.Message
+			for i := range 10 {
+				replies = append(replies, calls("", tc(fmt.Sprintf("e%d", i), "echo", fmt.Sprintf(`{"text":%q}`, text))))
+			}
+			replies = append(replies, results.AssistantText("done"))
+			next := 0
+			h.model.answer = func(req model.Request) (model.Response, error) {
+				if req.System == compact.SummarySystem {
+					return model.Response{Message: results.AssistantText("SUMMARY"), Usage: model.Usage{InputTokens: 100, OutputTokens: 5}}, nil
+				}
+				next++
+				reply := replies[next-1]
+				return model.Response{Message: reply, Usage: model.Usage{InputTokens: compact.Estimate(req.Messages), OutputTokens: compact.Estimate([]results.Message{reply})}}, nil
+			}
+			res := h.run(t, Input{Prompt: "p", Model: c.model, Tools: []string{"echo"}})
+			require.Equal(t, StatusCompleted, res.Status, res.Error)
+			require.Equal(t, c.want, res.Compactions)
+			require.Equal(t, c.want, h.summaryRequests())
+		})
+	}
 }

@@ -69,7 +69,9 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // (agentsVersion) runs named agents, agents as tools and handoffs
 // (agents.go); version 11 (rulesVersion) applies the worker's approval
 // rules; version 12 (grantsVersion) remembers approvals as grants
-// (grants.go). Turns that started before a version replay as they ran.
+// (grants.go); version 17 (scriptedWindowVersion) gives scripted models
+// a context window (compaction.go). Turns that started before a version
+// replay as they ran.
 const (
 	hardeningChange  = "hardening"
 	hardeningVersion = 1
@@ -217,7 +219,7 @@ const rulesVersion = modelQueuesVersion + 3
 // the marker (AgentTurn, for turns that name agents, and setup) ask with
 // it: the marker is recorded once, so a lower maximum at the first would
 // hold a new turn below every later version.
-const latestTurnVersion = childBudgetVersion
+const latestTurnVersion = scriptedWindowVersion
 
 // childBudgetVersion of the turn's change marker hands a called agent the
 // caller's remaining budget, so a child cannot spend past its caller's

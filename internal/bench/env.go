@@ -241,12 +241,17 @@ func (e *Env) Wait(ctx context.Context, wid string, done <-chan time.Time, value
 
 // WaitClosed is Env.Wait for any client.
 func WaitClosed(ctx context.Context, c client.Client, wid string, done <-chan time.Time, valuePtr any) error {
+	return waitClosedWithin(ctx, c, wid, done, valuePtr, 2*time.Minute)
+}
+
+// waitClosedWithin is WaitClosed for a workflow that may take up to limit.
+func waitClosedWithin(ctx context.Context, c client.Client, wid string, done <-chan time.Time, valuePtr any, limit time.Duration) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(2 * time.Minute):
-		return fmt.Errorf("%s: the workflow did not finish within 2 minutes", wid)
+	case <-time.After(limit):
+		return fmt.Errorf("%s: the workflow did not finish within %v", wid, limit)
 	}
 	// Belt and braces: a long poll that still misses the close is cut
 	// after a second and asked again, which then finds it closed.
@@ -358,7 +363,11 @@ type stampWorkflow struct {
 
 func (w *stampWorkflow) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
 	res, err := w.Next.ExecuteWorkflow(ctx, in)
-	if !workflow.IsReplaying(ctx) {
+	// A run that continues as new has not finished the workflow: stamping
+	// it would start the result wait's repolling (WaitClosed) at the end
+	// of a long turn's first run, a history read a second on the server
+	// for as long as the turn then runs.
+	if !workflow.IsReplaying(ctx) && !workflow.IsContinueAsNewError(err) {
 		w.stamps.fire(DoneKey(workflow.GetInfo(ctx).WorkflowExecution.ID), time.Now())
 	}
 	return res, err

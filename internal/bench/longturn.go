@@ -41,7 +41,7 @@ func (l LongTurnSize) Flat() bool { g := l.Growth(); return g >= 0.85 && g <= 1.
 // returning outputBytes, with policy.context_tokens window.
 func (e *Env) LongTurn(ctx context.Context, steps, outputBytes, window int) (LongTurnSize, error) {
 	l := LongTurnSize{Steps: steps, OutputBytes: outputBytes, Window: window, OutputTokens: steps * outputBytes / 4}
-	model, err := e.Script(steps, 1, BlobTool, blobArgs{Bytes: outputBytes})
+	model, err := e.ScriptWindow(steps, 1, BlobTool, blobArgs{Bytes: outputBytes}, window)
 	if err != nil {
 		return l, err
 	}

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tollgate-dev/tollgate/model/scripted"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -35,6 +36,9 @@ type ManyCalls struct {
 	// Answered is the long turn's calls that ended succeeded (its shown
 	// cards plus the counted ones); ToolCalls what its result counts.
 	Answered, ToolCalls int
+	// Compactions is how often the long turn compacted its conversation,
+	// against Window, the scripted model's context window in tokens.
+	Compactions, Window int
 	// Runs are the long turn's runs, oldest first.
 	Runs []RunSize
 	// Mem are the worker's samples while the long turn ran.
@@ -62,7 +66,7 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 		return nil, err
 	}
 	defer p.stop()
-	r := &ManyCalls{Calls: cfg.Calls, ShortCalls: cfg.ShortCalls}
+	r := &ManyCalls{Calls: cfg.Calls, ShortCalls: cfg.ShortCalls, Window: scripted.DefaultContextTokens}
 	short, err := e.Script(cfg.ShortCalls, 1, NoopTool, struct{}{})
 	if err != nil {
 		return nil, err
@@ -79,7 +83,9 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 			return workflows.Result{}, "", err
 		}
 		var res workflows.Result
-		if err := e.Wait(ctx, wid, done, &res); err != nil {
+		// The long turn takes minutes; its stamp comes when its last run
+		// ends, not at a continue-as-new.
+		if err := waitClosedWithin(ctx, e.Client, wid, done, &res, time.Hour); err != nil {
 			return res, "", err
 		}
 		if res.Status != workflows.StatusCompleted {
@@ -144,6 +150,11 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 		if perr := p.profile("cpustop", ""); perr != nil && err == nil {
 			err = perr
 		}
+		// What the worker still holds once the turn ended: a conversation
+		// kept past its use shows here.
+		if perr := p.profile("heap", "manycalls-worker.heap"); perr != nil && err == nil {
+			err = perr
+		}
 	}
 	close(stop)
 	wg.Wait()
@@ -153,7 +164,7 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 	if sampleErr != nil {
 		return nil, fmt.Errorf("sample the worker's memory: %w", sampleErr)
 	}
-	r.ToolCalls = res.ToolCalls
+	r.ToolCalls, r.Compactions = res.ToolCalls, res.Compactions
 	for _, c := range res.Cards {
 		if c.State == results.StateSucceeded {
 			r.Answered++
@@ -246,3 +257,6 @@ func (m *ManyCalls) MemAfter() (first Mem, peakHeap, peakAnon uint64, n int, ok 
 	}
 	return first, peakHeap, peakAnon, n, true
 }
+
+// Continues is how often the long turn continued as new.
+func (m *ManyCalls) Continues() int { return max(0, len(m.Runs)-1) }

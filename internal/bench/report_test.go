@@ -201,7 +201,7 @@ func cannedMisses() *measurements {
 func cannedManyCalls(calls int, perCall, peak float64) *ManyCalls {
 	t0 := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
 	m := &ManyCalls{
-		Calls: calls, ShortCalls: 100, Answered: calls, ToolCalls: calls,
+		Calls: calls, ShortCalls: 100, Answered: calls, ToolCalls: calls, Compactions: 9, Window: 32_000,
 		Long:  time.Duration(float64(calls) * perCall * float64(time.Millisecond)),
 		Short: msDs(2500, 2600, 2550), Bare: msDs(1700, 1650, 1720),
 		Runs: []RunSize{{Events: 4101, Bytes: 870 << 10, Started: t0}, {Events: 4105, Bytes: 880 << 10, Started: t0.Add(time.Minute)}},

@@ -407,6 +407,10 @@ type HistorySize struct {
 	Payloads, Transcripts int64
 }
 
+// wideWindow is the context window of the models of benchmark 5a-5d, a
+// million tokens as the largest real models have.
+const wideWindow = 1_000_000
+
 // History measures a turn of steps steps with calls tool calls each.
 // Nothing else may run on the worker meanwhile: it reads the stores'
 // growth.
@@ -416,7 +420,9 @@ func (e *Env) History(ctx context.Context, steps, calls, outputBytes int) (Histo
 	if outputBytes > 0 {
 		toolName, args = BlobTool, blobArgs{Bytes: outputBytes}
 	}
-	model, err := e.Script(steps, calls, toolName, args)
+	// Benchmark 5a-5d measure history without compaction: a model whose
+	// window no turn of theirs nears.
+	model, err := e.ScriptWindow(steps, calls, toolName, args, wideWindow)
 	if err != nil {
 		return h, err
 	}
@@ -425,7 +431,9 @@ func (e *Env) History(ctx context.Context, steps, calls, outputBytes int) (Histo
 		return h, err
 	}
 	wid := id("history-tollgate")
-	if _, err := e.RunTurn(ctx, wid, TurnInput(model, steps, false)); err != nil {
+	in := TurnInput(model, steps, false)
+	in.Policy.ContextTokens = wideWindow
+	if _, err := e.RunTurn(ctx, wid, in); err != nil {
 		return h, err
 	}
 	p1, t1, err := e.storedBytes()

@@ -69,8 +69,16 @@ func Blob(seed string, n int) string {
 
 // Script writes a script of steps replies, each making calls calls to
 // toolName with args, then a final text reply, and returns its model name.
+// The model has the scripted model's default context window.
 func (e *Env) Script(steps, calls int, toolName string, args any) (string, error) {
-	key := fmt.Sprintf("%s-%d-%d-%v", toolName, steps, calls, args)
+	return e.ScriptWindow(steps, calls, toolName, args, 0)
+}
+
+// ScriptWindow is Script for a model with a context window of window
+// tokens (0: the scripted default). A turn playing it must say so in
+// policy.context_tokens, or it compacts at the default's threshold.
+func (e *Env) ScriptWindow(steps, calls int, toolName string, args any, window int) (string, error) {
+	key := fmt.Sprintf("%s-%d-%d-%v-%d", toolName, steps, calls, args, window)
 	if v, ok := e.scripts.Load(key); ok {
 		return v.(string), nil
 	}
@@ -78,7 +86,7 @@ func (e *Env) Script(steps, calls int, toolName string, args any) (string, error
 	if err != nil {
 		return "", err
 	}
-	s := scripted.Script{}
+	s := scripted.Script{ContextTokens: window}
 	if steps > 0 {
 		// One reply played steps times: the provider parses the script at
 		// every call, so its size must not grow with the turn's.
@@ -97,7 +105,7 @@ func (e *Env) Script(steps, calls int, toolName string, args any) (string, error
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	p := filepath.Join(dir, fmt.Sprintf("%s-%d-%d-%d.json", toolName, steps, calls, len(raw)))
+	p := filepath.Join(dir, fmt.Sprintf("%s-%d-%d-%d-%d.json", toolName, steps, calls, len(raw), window))
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		return "", err
 	}

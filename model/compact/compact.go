@@ -236,6 +236,10 @@ const SummarySystem = `You compact a conversation between a user, an AI assistan
 // gist of large outputs, not all of them.
 var toolTextLimits = []int{4000, 1000, 250}
 
+// SummaryCut stands where SummaryRequest cut the middle of a conversation
+// too long for its request.
+const SummaryCut = "\n[...part of the conversation is cut...]\n"
+
 // SummaryRequest is the conversation the summarising call sends: older
 // written out as text in one user message, so the call carries no tool
 // calls to pair and no tool definitions. At most maxBytes of it are sent
@@ -251,7 +255,7 @@ func SummaryRequest(older []results.Message, maxBytes int) []results.Message {
 		}
 	}
 	if maxBytes > 0 && len(text) > maxBytes {
-		const cut = "\n[...part of the conversation is cut...]\n"
+		const cut = SummaryCut
 		head := maxBytes / 4
 		for head > 0 && !utf8.RuneStart(text[head]) {
 			head--

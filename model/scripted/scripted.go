@@ -40,6 +40,15 @@
 // time and tool arguments a few bytes at a time, so a demo visibly streams.
 // Nobody watching, or no pace, means no pause; the reply is the same.
 //
+// "context_tokens" (top level, optional) is the model's context window,
+// DefaultContextTokens when absent. The model counts a request's tokens
+// as compact.Estimate does (about four bytes a token, with a few for each
+// message's framing and its tool calls), plus the system prompt and the
+// tool definitions, and refuses one past its window as a real provider
+// does (a *model.Error with ContextLength set). A turn compacts before
+// that: it takes a scripted model's window to be DefaultContextTokens,
+// or policy.context_tokens.
+//
 // "expect" checks what the reply is answering; every field is optional:
 //   - "last_role": the role of the last message sent (user, tool, ...).
 //   - "contains": a substring of the text of the messages since the last
@@ -89,6 +98,26 @@ type Script struct {
 	Replies []Reply `json:"replies"`
 	// PaceMS is the pause before each streamed piece.
 	PaceMS int `json:"pace_ms,omitempty"`
+	// ContextTokens is the model's context window; zero is
+	// DefaultContextTokens.
+	ContextTokens int `json:"context_tokens,omitempty"`
+}
+
+// DefaultContextTokens is a scripted model's context window when its
+// script names none: a small model's, so that a long scripted turn
+// compacts as one with a real model does, instead of carrying a
+// conversation no model would accept.
+const DefaultContextTokens = 32_000
+
+// maxContextTokens bounds a script's window, at the largest real ones.
+const maxContextTokens = 10_000_000
+
+// Window is the script's context window in tokens.
+func (s *Script) Window() int {
+	if s.ContextTokens > 0 {
+		return s.ContextTokens
+	}
+	return DefaultContextTokens
 }
 
 // Reply is one assistant turn, or Repeat turns alike.
@@ -225,6 +254,9 @@ func Parse(name string, data []byte) (*Script, error) {
 	if s.PaceMS < 0 || s.PaceMS > 10_000 {
 		return nil, fmt.Errorf("script %s: pace_ms must be between 0 and 10000", name)
 	}
+	if s.ContextTokens < 0 || s.ContextTokens > maxContextTokens {
+		return nil, fmt.Errorf("script %s: context_tokens must be between 0 (the default, %d) and %d", name, DefaultContextTokens, maxContextTokens)
+	}
 	ids := map[string]string{}
 	// A repeated reply's ids are call_<turn>_<call> for each turn it
 	// plays: spans names them without listing them all, since a script
@@ -341,13 +373,20 @@ func (p *Provider) WithPace(d time.Duration) *Provider {
 func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Response, error) {
 	s := p.script
 	if req.System == compact.SummarySystem {
-		return summarize(req), nil
+		return s.summarize(req), nil
 	}
+	// Nothing below allocates a message's text: a call's cost must not
+	// grow with the conversation more than reading it does.
 	turns, last := summarised(req.Messages), -1
 	for i, m := range req.Messages {
 		if m.Role == results.RoleAssistant {
 			turns, last = turns+1, i
 		}
+	}
+	in := inputTokens(req)
+	if w := s.Window(); in > w {
+		return model.Response{}, &model.Error{ContextLength: true,
+			Message: fmt.Sprintf("script %s: the request is %d tokens, more than the model's context window of %d", s.Name, in, w)}
 	}
 	reply, ok := s.play(turns)
 	if !ok {
@@ -379,21 +418,28 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 	if len(msg.ToolCalls) > 0 {
 		stop = model.StopToolCalls
 	}
-	in := len(req.System)
-	for _, m := range req.Messages {
-		in += len(m.Text())
-	}
 	return model.Response{
 		Message:    msg,
 		StopReason: stop,
 		// A stand-in for token counts (about four bytes a token) so that
 		// usage accounting has numbers to add up; derived from the input
 		// alone, like everything else here.
-		Usage: model.Usage{InputTokens: tokens(in), OutputTokens: tokens(out)},
+		Usage: model.Usage{InputTokens: in, OutputTokens: tokens(out)},
 	}, nil
 }
 
 func tokens(n int) int { return (n + 3) / 4 }
+
+// inputTokens is what a request takes of the context window: the
+// messages as compaction estimates them, the system prompt and the tool
+// definitions, which a real provider counts as input too.
+func inputTokens(req model.Request) int {
+	n := len(req.System)
+	for _, d := range req.Tools {
+		n += len(d.Name) + len(d.Description) + len(d.Schema)
+	}
+	return tokens(n) + compact.Estimate(req.Messages)
+}
 
 // play is the reply after turns assistant turns, with the call ids of
 // its play when it repeats.
@@ -426,23 +472,73 @@ const summaryMarker = "scripted summary of %d replies"
 
 // summarize answers a compaction's request (package compact) with a
 // summary that counts the replies it summarises.
-func summarize(req model.Request) model.Response {
+func (s *Script) summarize(req model.Request) model.Response {
 	text := ""
 	for _, m := range req.Messages {
 		text += m.Text()
 	}
-	n := strings.Count(text, "\n[assistant]\n")
-	if strings.HasPrefix(text, "Summarise this conversation:\n\n[assistant]\n") {
-		n++
+	n, ok := s.countCut(text)
+	if !ok {
+		n = strings.Count(text, "\n[assistant]\n")
+		if strings.HasPrefix(text, "Summarise this conversation:\n\n[assistant]\n") {
+			n++
+		}
+		// A summary being summarised again stands for its replies too.
+		n += summarised([]results.Message{results.UserText(text[strings.Index(text, "\n\n")+2:])})
 	}
-	// A summary being summarised again stands for its replies too.
-	n += summarised([]results.Message{results.UserText(text[strings.Index(text, "\n\n")+2:])})
 	summary := fmt.Sprintf(summaryMarker, n)
 	return model.Response{
 		Message:    results.AssistantText(summary),
 		StopReason: model.StopEnd,
 		Usage:      model.Usage{InputTokens: tokens(len(text)), OutputTokens: tokens(len(summary))},
 	}
+}
+
+// countCut counts the replies a summary request stands for when its
+// middle was cut (compact.SummaryCut), and the replies there cannot be
+// counted: by the last call id in the part after the cut that names the
+// reply making it, and the replies after that one. ok is false for a
+// request that was not cut, or whose kept end names no call of the
+// script.
+func (s *Script) countCut(text string) (n int, ok bool) {
+	i := strings.LastIndex(text, compact.SummaryCut)
+	if i < 0 {
+		return 0, false
+	}
+	tail := text[i:]
+	for end := len(tail); ; {
+		j := strings.LastIndex(tail[:end], "\n(calls ")
+		if j < 0 {
+			return 0, false
+		}
+		end = j
+		f := strings.Fields(tail[j+len("\n(calls "):])
+		if len(f) < 2 {
+			continue
+		}
+		if turn, ok := s.turnOf(f[1]); ok {
+			return turn + strings.Count(tail[j:], "\n[assistant]\n"), true
+		}
+	}
+}
+
+// turnOf is the reply, counted from 1, that makes the call id.
+func (s *Script) turnOf(id string) (int, bool) {
+	for _, r := range s.Replies {
+		if r.Repeat > 1 {
+			continue
+		}
+		for _, c := range r.ToolCalls {
+			if c.ID == id {
+				return r.first, true
+			}
+		}
+	}
+	var t, j int
+	if n, _ := fmt.Sscanf(id, "call_%d_%d", &t, &j); n == 2 && id == fmt.Sprintf("call_%d_%d", t, j) && t >= 1 && t <= s.plays() {
+		return t, true
+	}
+	return 0, false
 }
 
 // summarised is the number of replies a compacted conversation's summary

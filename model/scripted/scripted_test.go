@@ -366,3 +366,58 @@ func TestLongScriptMakes5000Calls(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "read_file", resp.Message.ToolCalls[0].Name)
 }
+
+// A scripted model has a context window, its script's or the default,
+// and refuses a request past it as a real provider does; the tokens it
+// reports count the tool calls and each message's framing, not only
+// the text.
+func TestContextWindowRefusesLongRequests(t *testing.T) {
+	p := New(mustParse(t, `{"context_tokens": 100, "replies":[{"tool_calls":[{"name":"read_file"}],"repeat":50},{"text":"done"}]}`))
+	msgs := []results.Message{results.UserText("go")}
+	var last model.Response
+	var err error
+	for range 50 {
+		var resp model.Response
+		resp, err = p.Complete(context.Background(), model.Request{Messages: msgs})
+		if err != nil {
+			break
+		}
+		last = resp
+		c := last.Message.ToolCalls[0]
+		msgs = append(msgs, last.Message, toolResult(c.ID, c.Name, ""))
+	}
+	require.ErrorIs(t, err, model.ErrContextLength)
+	require.ErrorContains(t, err, "more than the model's context window of 100")
+	require.Greater(t, last.Usage.InputTokens, 80, "the last call that fit was near the window")
+	require.LessOrEqual(t, last.Usage.InputTokens, 100)
+	require.Less(t, len(msgs), 40, "tool calls count against the window though they carry no text")
+
+	s := mustParse(t, `{"replies":[{"text":"hi"}]}`)
+	require.Equal(t, DefaultContextTokens, s.Window())
+	_, err = Parse("w.json", []byte(`{"context_tokens": -1, "replies":[{"text":"hi"}]}`))
+	require.ErrorContains(t, err, "context_tokens must be between 0")
+}
+
+// A summary request too long for its window has its middle cut, where
+// the replies cannot be counted: the summary still stands for every one
+// of them, by the call ids after the cut, so the script goes on where it
+// was rather than playing replies again.
+func TestSummaryCountsRepliesOfACutRequest(t *testing.T) {
+	p := New(mustParse(t, `{"replies":[{"tool_calls":[{"name":"noop"}],"repeat":500},{"text":"done"}]}`))
+	ctx := context.Background()
+	msgs := []results.Message{results.UserText("go")}
+	for range 300 {
+		resp, err := p.Complete(ctx, model.Request{Messages: msgs})
+		require.NoError(t, err)
+		c := resp.Message.ToolCalls[0]
+		msgs = append(msgs, resp.Message, toolResult(c.ID, c.Name, "ok"))
+	}
+	system, older, recent := compact.Split(msgs, 50)
+	req := compact.SummaryRequest(older, 2000)
+	require.Contains(t, req[0].Text(), compact.SummaryCut)
+	sum, err := p.Complete(ctx, model.Request{System: compact.SummarySystem, Messages: req})
+	require.NoError(t, err)
+	next, err := p.Complete(ctx, model.Request{Messages: compact.Summarized(system, sum.Message.Text(), recent)})
+	require.NoError(t, err)
+	require.Equal(t, "call_301_1", next.Message.ToolCalls[0].ID)
+}

@@ -1,9 +1,6 @@
 package transcript
 
-import (
-	"container/list"
-	"sync"
-)
+import "sync"
 
 // cache keeps the encodings of recently stored or loaded chunks, up to a
 // number of bytes, least recently used out first. A chunk's id is the
@@ -15,23 +12,15 @@ import (
 // Against S3 that is a round trip per chunk per model call; with the
 // cache, a worker reads only the chunks another worker wrote.
 type cache struct {
-	mu    sync.Mutex
-	max   int64
-	size  int64
-	order *list.List // of *entry, most recently used first
-	byID  map[string]*list.Element
-}
-
-type entry struct {
-	id   string
-	data []byte
+	mu     sync.Mutex
+	chunks *lru[[]byte]
 }
 
 func newCache(maxBytes int64) *cache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &cache{max: maxBytes, order: list.New(), byID: map[string]*list.Element{}}
+	return &cache{chunks: newLRU[[]byte](maxBytes)}
 }
 
 // get returns the cached encoding of id. A nil cache holds nothing.
@@ -41,12 +30,7 @@ func (c *cache) get(id string) ([]byte, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.byID[id]
-	if !ok {
-		return nil, false
-	}
-	c.order.MoveToFront(e)
-	return e.Value.(*entry).data, true
+	return c.chunks.get(id)
 }
 
 func (c *cache) has(id string) bool {
@@ -57,22 +41,10 @@ func (c *cache) has(id string) bool {
 // put caches data as id's encoding; a chunk larger than the whole cache
 // is not kept. Callers must not change data afterwards.
 func (c *cache) put(id string, data []byte) {
-	if c == nil || int64(len(data)) > c.max {
+	if c == nil || int64(len(data)) > c.chunks.max {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.byID[id]; ok {
-		c.order.MoveToFront(e)
-		return
-	}
-	c.byID[id] = c.order.PushFront(&entry{id: id, data: data})
-	c.size += int64(len(data))
-	for c.size > c.max {
-		oldest := c.order.Back()
-		old := oldest.Value.(*entry)
-		c.order.Remove(oldest)
-		delete(c.byID, old.id)
-		c.size -= int64(len(old.data))
-	}
+	c.chunks.add(id, data, int64(len(data)))
 }

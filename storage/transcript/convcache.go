@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"container/list"
 	"slices"
 	"sync"
 
@@ -21,10 +20,7 @@ import (
 // their conversations.
 type convCache struct {
 	mu    sync.Mutex
-	max   int64
-	size  int64
-	order *list.List // of *conv, most recently used first
-	byID  map[string]*list.Element
+	convs *lru[*conv]
 }
 
 // conv is one cached conversation. Msgs is never changed below its
@@ -45,7 +41,7 @@ func newConvCache(maxBytes int64) *convCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &convCache{max: maxBytes, order: list.New(), byID: map[string]*list.Element{}}
+	return &convCache{convs: newLRU[*conv](maxBytes)}
 }
 
 // get returns the cached conversation ending at id. A nil cache holds
@@ -56,12 +52,7 @@ func (c *convCache) get(id string) (*conv, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.byID[id]
-	if !ok {
-		return nil, false
-	}
-	c.order.MoveToFront(e)
-	return e.Value.(*conv), true
+	return c.convs.get(id)
 }
 
 // extend builds the conversation ending at id from base (nil: none) and
@@ -94,30 +85,24 @@ func (c *convCache) extend(id string, base *conv, chunks [][]results.Message, by
 	for i := len(chunks) - 1; i >= 0; i-- {
 		msgs = append(msgs, chunks[i]...)
 	}
-	if c == nil || count < minCachedChunks || size > c.max {
+	if c == nil || count < minCachedChunks || size > c.convs.max {
 		return msgs
 	}
 	if base != nil {
 		// The turn has moved on from base; its conversation lives on as
 		// the start of this one.
-		if e, ok := c.byID[base.id]; ok {
-			c.order.Remove(e)
-			delete(c.byID, base.id)
-			c.size -= base.bytes
-		}
+		c.convs.remove(base.id)
 	}
-	if e, ok := c.byID[id]; ok {
-		c.order.MoveToFront(e)
-		return msgs
-	}
-	c.byID[id] = c.order.PushFront(&conv{id: id, msgs: msgs, chunks: count, bytes: size})
-	c.size += size
-	for c.size > c.max {
-		oldest := c.order.Back()
-		old := oldest.Value.(*conv)
-		c.order.Remove(oldest)
-		delete(c.byID, old.id)
-		c.size -= old.bytes
-	}
+	c.convs.add(id, &conv{id: id, msgs: msgs, chunks: count, bytes: size}, size)
 	return msgs
+}
+
+// forget drops the conversation cached for id, if any.
+func (c *convCache) forget(id string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.convs.remove(id)
 }

@@ -85,3 +85,54 @@ func TestConversationCacheBranchesCopy(t *testing.T) {
 	require.Len(t, a, minCachedChunks+1)
 	require.Len(t, b, minCachedChunks+1)
 }
+
+// A conversation forgotten (the turn compacted it) is no longer held: it
+// is read from the store again, and the conversations kept beside it
+// stay.
+func TestConversationCacheForgets(t *testing.T) {
+	s, bucket := memStore(t, Options{ConversationBytes: 1 << 20})
+	chain := func(prefix string) string {
+		head := ""
+		for i := range minCachedChunks {
+			h, err := s.Append(head, []results.Message{results.UserText(fmt.Sprintf("%s%d", prefix, i))})
+			require.NoError(t, err)
+			head = h
+		}
+		_, err := s.Load(head)
+		require.NoError(t, err)
+		return head
+	}
+	a, b := chain("a"), chain("b")
+	emptyBucket(t, bucket)
+	s.Forget(a)
+	_, err := s.Load(a)
+	require.ErrorIs(t, err, ErrMissing)
+	got, err := s.Load(b)
+	require.NoError(t, err)
+	require.Len(t, got, minCachedChunks)
+	// Forgetting what is not held does nothing.
+	s.Forget(a)
+	New(nil, Options{}).Forget(a)
+}
+
+// LoadWith hands back the cached conversation and the messages after it
+// in one slice of the caller's own: changing it changes nothing cached.
+func TestLoadWithCopiesTheCachedConversationOnce(t *testing.T) {
+	s, _ := memStore(t, Options{ConversationBytes: 1 << 20})
+	head := ""
+	var want []string
+	for i := range minCachedChunks {
+		h, err := s.Append(head, []results.Message{results.UserText(fmt.Sprint(i))})
+		require.NoError(t, err)
+		head, want = h, append(want, fmt.Sprint(i))
+	}
+	for range 2 { // from the store, then from the cache
+		got, err := s.LoadWith(t.Context(), head, []results.Message{results.AssistantText("next")})
+		require.NoError(t, err)
+		require.Equal(t, append(append([]string(nil), want...), "next"), texts(got))
+		got[0] = results.UserText("changed")
+	}
+	got, err := s.Load(head)
+	require.NoError(t, err)
+	require.Equal(t, want, texts(got))
+}

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/storage/blobstore"
@@ -119,8 +118,30 @@ func (s *Store) Load(head string) ([]results.Message, error) {
 
 // LoadContext is Load with a context, for remote stores.
 func (s *Store) LoadContext(ctx context.Context, head string) ([]results.Message, error) {
+	return s.LoadWith(ctx, head, nil)
+}
+
+// LoadWith returns the conversation ending at head followed by more, in
+// a slice of the caller's own: what a model call sends, copied once
+// rather than once to load and again to append to.
+func (s *Store) LoadWith(ctx context.Context, head string, more []results.Message) ([]results.Message, error) {
+	msgs, shared, err := s.load(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	if !shared {
+		return append(msgs, more...), nil
+	}
+	// The cached slice is shared: callers get their own.
+	out := make([]results.Message, 0, len(msgs)+len(more))
+	return append(append(out, msgs...), more...), nil
+}
+
+// load returns the conversation ending at head; shared says it is the
+// conversation cache's, which callers must copy.
+func (s *Store) load(ctx context.Context, head string) ([]results.Message, bool, error) {
 	if head == "" {
-		return nil, nil
+		return nil, false, nil
 	}
 	var chunks [][]results.Message
 	var base *conv
@@ -131,30 +152,34 @@ func (s *Store) LoadContext(ctx context.Context, head string) ([]results.Message
 			break
 		}
 		if !blobstore.ValidSum(id) {
-			return nil, fmt.Errorf("transcript chunk id %q is malformed", id)
+			return nil, false, fmt.Errorf("transcript chunk id %q is malformed", id)
 		}
 		data, err := s.get(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		var c chunk
 		dec := json.NewDecoder(bytes.NewReader(data))
 		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("decode transcript chunk %s: %w: %w", id, ErrCorrupt, err)
+			return nil, false, fmt.Errorf("decode transcript chunk %s: %w: %w", id, ErrCorrupt, err)
 		}
 		chunks = append(chunks, c.Messages)
 		size += int64(len(data))
 		id = c.Prev
 	}
 	if base != nil && len(chunks) == 0 {
-		return slices.Clone(base.msgs), nil
+		return base.msgs, true, nil
 	}
 	msgs := s.convs.extend(head, base, chunks, size)
-	if base == nil && s.convs == nil {
-		return msgs, nil
-	}
-	// The cached slice is shared: callers get their own.
-	return slices.Clone(msgs), nil
+	return msgs, base != nil || s.convs != nil, nil
+}
+
+// Forget drops the decoded conversation kept for head, once nothing will
+// load it again: a turn that compacted goes on from the compacted
+// conversation, and the one it compacted would otherwise stay in memory
+// until newer conversations pushed it out. The chunks stay stored.
+func (s *Store) Forget(head string) {
+	s.convs.forget(head)
 }
 
 // get reads one chunk's encoding, from the cache if it is there.
