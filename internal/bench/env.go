@@ -9,6 +9,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/stream"
 	"log/slog"
 	"os"
@@ -60,6 +61,9 @@ type Options struct {
 	// Events, when set, is where the Tollgate worker publishes turns'
 	// live events: benchmark 1 with streaming on.
 	Events stream.Publisher
+	// Rules are the Tollgate worker's approval rules: benchmark 1 with a
+	// policy that decides every call.
+	Rules []policy.Rule
 }
 
 // Env is one embedded server, one client and a worker for each side.
@@ -114,7 +118,7 @@ func Start(opts Options) (*Env, error) {
 		e.Close()
 		return nil, err
 	}
-	plugin, err := newPlugin(e.DataDir, opts.Events)
+	plugin, err := newPlugin(e.DataDir, opts)
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -180,17 +184,18 @@ func quietLogger() sdklog.Logger {
 // NewPlugin enables Tollgate as the worker binary does, without the
 // built-in tools and with the benchmark's tools.
 func NewPlugin(dataDir string) (*tollgate.Plugin, error) {
-	return newPlugin(dataDir, nil)
+	return newPlugin(dataDir, Options{})
 }
 
-func newPlugin(dataDir string, events stream.Publisher) (*tollgate.Plugin, error) {
+func newPlugin(dataDir string, opts Options) (*tollgate.Plugin, error) {
 	return tollgate.NewPlugin(tollgate.Options{
 		DataDir:    dataDir,
 		Workspace:  workspaceDir(dataDir),
 		Models:     providers.Config{ScriptDir: filepath.Join(dataDir, "scripts")},
 		Tools:      Tools(),
 		NoBuiltins: true,
-		Events:     events,
+		Events:     opts.Events,
+		Rules:      opts.Rules,
 	})
 }
 
