@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tollgate-dev/tollgate/model/scripted"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -58,6 +57,18 @@ type MemSample struct {
 	Mem
 }
 
+// ManyCallsWindow is benchmark 10's model's context window: a small
+// model's, so that the long turn compacts several times over its calls,
+// as it would with such a model.
+const ManyCallsWindow = 32_000
+
+// manyCallsInput is a turn of benchmark 10, told its model's window.
+func manyCallsInput(model string, calls int) workflows.Input {
+	in := TurnInput(model, calls, false)
+	in.Policy.ContextTokens = ManyCallsWindow
+	return in
+}
+
 // ManyCalls runs benchmark 10 on a subprocess worker of its own.
 func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, error) {
 	queue := "bench-many-calls"
@@ -66,12 +77,12 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 		return nil, err
 	}
 	defer p.stop()
-	r := &ManyCalls{Calls: cfg.Calls, ShortCalls: cfg.ShortCalls, Window: scripted.DefaultContextTokens}
-	short, err := e.Script(cfg.ShortCalls, 1, NoopTool, struct{}{})
+	r := &ManyCalls{Calls: cfg.Calls, ShortCalls: cfg.ShortCalls, Window: ManyCallsWindow}
+	short, err := e.ScriptWindow(cfg.ShortCalls, 1, NoopTool, struct{}{}, ManyCallsWindow)
 	if err != nil {
 		return nil, err
 	}
-	long, err := e.Script(cfg.Calls, 1, NoopTool, struct{}{})
+	long, err := e.ScriptWindow(cfg.Calls, 1, NoopTool, struct{}{}, ManyCallsWindow)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +106,7 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 	}
 	// One unmeasured round warms both sides.
 	for i := -1; i < cfg.ShortReps; i++ {
-		d, err := timed(func() error { _, _, err := run(id("many-short"), TurnInput(short, cfg.ShortCalls, false)); return err })
+		d, err := timed(func() error { _, _, err := run(id("many-short"), manyCallsInput(short, cfg.ShortCalls)); return err })
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +144,7 @@ func (e *Env) ManyCalls(ctx context.Context, cfg ManyCallsConfig) (*ManyCalls, e
 	wid := id("many-long")
 	var res workflows.Result
 	var first string
-	longTurn := func() error { var err error; res, first, err = run(wid, TurnInput(long, cfg.Calls, false)); return err }
+	longTurn := func() error { var err error; res, first, err = run(wid, manyCallsInput(long, cfg.Calls)); return err }
 	if e.Profiles != "" {
 		// The worker's CPU profile, and this process's (the server's).
 		if err := p.profile("cpu", "manycalls-worker.cpu"); err != nil {

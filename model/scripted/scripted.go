@@ -104,10 +104,11 @@ type Script struct {
 }
 
 // DefaultContextTokens is a scripted model's context window when its
-// script names none: a small model's, so that a long scripted turn
+// script names none: a common real model's, so that a long scripted turn
 // compacts as one with a real model does, instead of carrying a
-// conversation no model would accept.
-const DefaultContextTokens = 32_000
+// conversation no model would accept, while a demo or test turn with a
+// large tool output fits as it would with that model.
+const DefaultContextTokens = 128_000
 
 // maxContextTokens bounds a script's window, at the largest real ones.
 const maxContextTokens = 10_000_000

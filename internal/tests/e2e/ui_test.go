@@ -42,7 +42,7 @@ func TestTheUIIsToldWhatATurnWaitsFor(t *testing.T) {
 	require.NoError(t, err)
 	var md sdkpb.WorkflowMetadata
 	require.NoError(t, v.Get(&md))
-	require.Equal(t, "**Waiting for a person**\n- `w1` write_file summary.md: pending approval\n\n**Used** 23 tokens, $0.0000, 1 model call\n", md.GetCurrentDetails())
+	require.Equal(t, "**Waiting for a person**\n- `w1` write_file summary.md: pending approval\n\n**Used** 120 tokens, $0.0000, 1 model call\n", md.GetCurrentDetails())
 
 	_, err = respond(e.caller, run, workflows.Response{CallID: "w1", Decision: results.DecisionApprove, By: "ann"})
 	require.NoError(t, err)
