@@ -33,7 +33,7 @@ func TestRulesRow1b(t *testing.T) {
 	for round := range rounds {
 		var perCall [2]time.Duration
 		for i, rules := range [][]policy.Rule{nil, hundredRules()} {
-			e, err := Start(Options{Rules: rules})
+			e, err := Start(Options{DynamicConfig: TunedDynamicConfig(), Rules: rules})
 			require.NoError(t, err)
 			tc, err := e.ToolCalls(t.Context(), cfg.Calls, cfg.CallReps)
 			e.Close()

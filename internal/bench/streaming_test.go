@@ -34,7 +34,7 @@ func TestStreamingRow1b(t *testing.T) {
 
 	cfg := DefaultConfig()
 	for _, on := range []bool{false, true} {
-		opts := Options{}
+		opts := Options{DynamicConfig: TunedDynamicConfig()}
 		if on {
 			opts.Events = pub
 		}
