@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/model/scripted"
@@ -121,4 +122,42 @@ func TestSessionHandsOffToANamedAgent(t *testing.T) {
 	require.Equal(t, "triage", done.Holders[1].From)
 	require.True(t, done.Holders[1].Now)
 	e.recordTo(sessionCorpusDir, "session_handoff", id, run.GetRunID())
+}
+
+// Two agents called as tools in one step run at once: the parent starts
+// both children before either ends, and each one's text becomes its
+// calling card's output.
+func TestSubAgentsOfOneStepRunInParallel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "agents_parallel")
+	e.agents = []workflows.Agent{
+		{Name: "lead", Instructions: "You delegate.", Model: e.scriptFor("lead",
+			reply("", call("c1", "agent_orders", map[string]string{"task": "order 7"}), call("c2", "agent_payments", map[string]string{"task": "order 7"})),
+			expecting(reply("Order 7 shipped and was paid."), 2, "paid by card"),
+		), Tools: []string{"agent:orders", "agent:payments"}},
+		{Name: "orders", Description: "Knows orders.", Model: e.scriptFor("orders", reply("shipped on Monday"))},
+		{Name: "payments", Description: "Knows payments.", Model: e.scriptFor("payments", reply("paid by card"))},
+	}
+	e.startWorker()
+
+	run := e.start(workflows.Input{Agent: "lead", Prompt: "What happened to order 7?"})
+	res := e.result(run)
+	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+	require.Equal(t, "Order 7 shipped and was paid.", res.Text)
+	require.Equal(t, "shipped on Monday", outputText(mustCard(t, res.Cards, "c1")))
+	require.Equal(t, "paid by card", outputText(mustCard(t, res.Cards, "c2")))
+
+	started, ended := 0, 0
+	for _, ev := range e.history(run) {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+			require.Zero(t, ended, "a child started after another ended: the step's agents ran one after the other")
+			started++
+		case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+			ended++
+		}
+	}
+	require.Equal(t, 2, started)
+	require.Equal(t, 2, ended)
+	e.record(run)
 }
