@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -77,7 +76,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 	if !es.write(out.start()) {
 		return
 	}
-	keep := s.keepAlive.next(s.opts.EventsKeepAlive)
+	keep := s.keepAlive.Next(s.opts.EventsKeepAlive)
 	// A turn that has ended gets what was kept of its events, then the end.
 	var idle <-chan time.Time
 	if !ref.open {
@@ -98,7 +97,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, id string, 
 			if !es.write(": keep-alive\n\n") {
 				return
 			}
-			keep = s.keepAlive.next(s.opts.EventsKeepAlive)
+			keep = s.keepAlive.Next(s.opts.EventsKeepAlive)
 		case <-r.Context().Done():
 			return
 		}
@@ -246,33 +245,6 @@ func (s *Server) startWatch(r *http.Request, id string, f stream.Filter, after u
 		done <- ws
 	}()
 	return <-done
-}
-
-// keepAlives times the keep-alives of all of a gateway's event streams
-// with one timer rather than a ticker each: next returns a channel that
-// closes when the current period ends, and the period after starts only
-// when a stream asks for it, so a gateway with no watchers holds no timer.
-type keepAlives struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (k *keepAlives) next(every time.Duration) <-chan struct{} {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.ch == nil {
-		ch := make(chan struct{})
-		k.ch = ch
-		time.AfterFunc(every, func() {
-			k.mu.Lock()
-			if k.ch == ch {
-				k.ch = nil
-			}
-			k.mu.Unlock()
-			close(ch)
-		})
-	}
-	return k.ch
 }
 
 // resumeAfter reads the id to resume after: the Last-Event-ID header an

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -174,26 +173,7 @@ func openSSE(t *testing.T, ctx context.Context, c *http.Client, url, key, lastID
 func readSSE(t *testing.T, resp *http.Response) []sseEvent {
 	t.Helper()
 	var got []sseEvent
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var cur sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if cur.data != "" || cur.event != "" {
-				got = append(got, cur)
-			}
-			cur = sseEvent{}
-		case strings.HasPrefix(line, "id: "):
-			cur.id, _ = strconv.ParseUint(line[4:], 10, 64)
-		case strings.HasPrefix(line, "event: "):
-			cur.event = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			cur.data = line[6:]
-		}
-	}
-	require.NoError(t, sc.Err())
+	require.NoError(t, scanSSE(resp.Body, func(ev sseEvent) { got = append(got, ev) }, nil))
 	return got
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -81,31 +82,43 @@ func (e *env) watch(path, key string, header map[string]string) *sse {
 	}
 	go func() {
 		defer close(s.events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var cur sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if cur.data != "" || cur.event != "" {
-					s.events <- cur
-				}
-				cur = sseEvent{}
-			case strings.HasPrefix(line, ":"):
-				s.mu.Lock()
-				s.comments++
-				s.mu.Unlock()
-			case strings.HasPrefix(line, "id: "):
-				cur.id, _ = strconv.ParseUint(line[4:], 10, 64)
-			case strings.HasPrefix(line, "event: "):
-				cur.event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				cur.data = line[6:]
-			}
-		}
+		_ = scanSSE(resp.Body, func(ev sseEvent) { s.events <- ev }, func() {
+			s.mu.Lock()
+			s.comments++
+			s.mu.Unlock()
+		})
 	}()
 	return s
+}
+
+// scanSSE reads Server-Sent Events from r until it ends, handing each
+// complete event to event and counting comment lines (keep-alives) with
+// comment, which may be nil.
+func scanSSE(r io.Reader, event func(sseEvent), comment func()) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var cur sseEvent
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.data != "" || cur.event != "" {
+				event(cur)
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, ":"):
+			if comment != nil {
+				comment()
+			}
+		case strings.HasPrefix(line, "id: "):
+			cur.id, _ = strconv.ParseUint(line[4:], 10, 64)
+		case strings.HasPrefix(line, "event: "):
+			cur.event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			cur.data = line[6:]
+		}
+	}
+	return sc.Err()
 }
 
 func (s *sse) close() {

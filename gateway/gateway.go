@@ -119,7 +119,7 @@ type Server struct {
 	addrHost, addrPort string
 	listenPort         atomic.Pointer[string]
 	// keepAlive times the events routes' keep-alives (events.go).
-	keepAlive keepAlives
+	keepAlive stream.Periods
 }
 
 // DevPrincipal is who anonymous requests act as in dev mode.

@@ -43,7 +43,7 @@ type Hub struct {
 	mu     sync.Mutex
 	topics map[Filter]*topic
 	// linger times how long caught-up members keep their goroutines.
-	linger periods
+	linger Periods
 }
 
 var _ Source = (*Hub)(nil)
@@ -117,15 +117,18 @@ type member struct {
 // every catching up, costs a fast reply's watchers more than it saves).
 const followLinger = 100 * time.Millisecond
 
-// periods hands out a channel that closes at the end of the current
+// Periods hands out a channel that closes at the end of the current
 // period; the next period starts when someone asks for it, so an idle
-// hub holds no timer.
-type periods struct {
+// holder (a hub, a gateway with no watchers) holds no timer. Many waiters
+// share one timer instead of a ticker each.
+type Periods struct {
 	mu sync.Mutex
 	ch chan struct{}
 }
 
-func (p *periods) next(every time.Duration) <-chan struct{} {
+// Next returns the channel of the current period of length every,
+// starting one if none runs.
+func (p *Periods) Next(every time.Duration) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ch == nil {
@@ -164,7 +167,7 @@ func (m *member) wait() bool {
 	case <-m.wake:
 		return true
 	case <-m.ctx.Done():
-	case <-m.h.linger.next(followLinger):
+	case <-m.h.linger.Next(followLinger):
 	}
 	t := m.t
 	t.mu.Lock()

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/tollgate-dev/tollgate/policy"
 )
 
@@ -27,19 +25,14 @@ func TestRulesRow1b(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("TOLLGATE_BENCH_RULES_ROUNDS")); err == nil && n > 0 {
 		rounds = n
 	}
-	cfg := DefaultConfig()
 	var off, on []time.Duration
 	var ratios []float64
 	for round := range rounds {
 		var perCall [2]time.Duration
 		for i, rules := range [][]policy.Rule{nil, hundredRules()} {
-			e, err := Start(Options{DynamicConfig: TunedDynamicConfig(), Rules: rules})
-			require.NoError(t, err)
-			tc, err := e.ToolCalls(t.Context(), cfg.Calls, cfg.CallReps)
-			e.Close()
-			require.NoError(t, err)
-			perCall[i] = Median(tc.Tollgate) / time.Duration(tc.N)
-			t.Logf("round %d, rules %v: per call %s, ratio to the bare loop %.3f", round, rules != nil, perCall[i], newCallsReport(tc).RatioLoop)
+			r := runRow1b(t, Options{Rules: rules}, DefaultConfig().CallReps)
+			perCall[i] = r.PerCall
+			t.Logf("round %d, rules %v: per call %s, ratio to the bare loop %.3f", round, rules != nil, r.PerCall, r.RatioLoop)
 		}
 		off, on = append(off, perCall[0]), append(on, perCall[1])
 		ratios = append(ratios, ratio(float64(perCall[1]), float64(perCall[0])))

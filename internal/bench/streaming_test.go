@@ -32,21 +32,28 @@ func TestStreamingRow1b(t *testing.T) {
 	t.Cleanup(pub.Close)
 	require.Eventually(t, pub.Ready, 10*time.Second, 20*time.Millisecond)
 
-	cfg := DefaultConfig()
 	for _, on := range []bool{false, true} {
-		opts := Options{DynamicConfig: TunedDynamicConfig()}
+		opts := Options{}
 		if on {
 			opts.Events = pub
 		}
-		e, err := Start(opts)
-		require.NoError(t, err)
-		tc, err := e.ToolCalls(t.Context(), cfg.Calls, reps)
-		e.Close()
-		require.NoError(t, err)
-		r := newCallsReport(tc)
-		t.Logf("streaming %v: %d calls, per call %s (bare loop %s), ratio to the bare loop %.3f (goal %.2f)", on, tc.N, r.PerCall, r.PerCallLoop, r.RatioLoop, LoopCallGoal)
+		r := runRow1b(t, opts, reps)
+		t.Logf("streaming %v: %d calls, per call %s (bare loop %s), ratio to the bare loop %.3f (goal %.2f)", on, r.N, r.PerCall, r.PerCallLoop, r.RatioLoop, LoopCallGoal)
 	}
 	published, dropped := pub.Counts()
 	t.Logf("events published %d, dropped %d", published, dropped)
 	require.Positive(t, published, "the streamed turns published their events")
+}
+
+// runRow1b runs benchmark 1's turns, reps times, on a server of their own
+// with the suite's tuned configuration and the Tollgate worker opts says.
+func runRow1b(t *testing.T, opts Options, reps int) *callsReport {
+	t.Helper()
+	opts.DynamicConfig = TunedDynamicConfig()
+	e, err := Start(opts)
+	require.NoError(t, err)
+	defer e.Close()
+	tc, err := e.ToolCalls(t.Context(), DefaultConfig().Calls, reps)
+	require.NoError(t, err)
+	return newCallsReport(tc)
 }
