@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/gateway/apikey"
+	"github.com/tollgate-dev/tollgate/grants"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
@@ -94,19 +95,31 @@ func TestInboxApprovesAndRemembers(t *testing.T) {
 	id := e.park("", "one", ann, 1)
 	e.waitListed(id, workflows.StatusWaiting)
 
-	browser := browserClient(t)
-	require.Equal(t, http.StatusSeeOther, e.login(browser, desk).code)
+	page, g := e.approveRemembering(desk, id, "user")
+	require.Contains(t, page, `<option value="user">and remember for `+ann+`</option>`)
+	require.NotContains(t, page, `<option value="session">`, "the turn is in no session")
+	require.Empty(t, g.Session)
+}
+
+// approveRemembering signs in to the inbox with key, approves call d1 of
+// turn id there with the remember option given, and waits for the turn to
+// complete. It returns the inbox page it answered from and the grant the
+// approval stored, which the call's decision names.
+func (e *env) approveRemembering(key, id, remember string) (string, grants.Grant) {
+	e.t.Helper()
+	browser := browserClient(e.t)
+	require.Equal(e.t, http.StatusSeeOther, e.login(browser, key).code)
 	page := e.inbox(browser)
-	require.Contains(t, page.body, `<option value="user">and remember for `+ann+`</option>`)
-	require.NotContains(t, page.body, `<option value="session">`, "the turn is in no session")
-	r := postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"d1"}, "action": {"approve"}, "remember": {"user"}})
-	require.Equal(t, http.StatusSeeOther, r.code, r.body)
+	r := postForm(e.t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(e.t, page.body)}, "turn": {id}, "call": {"d1"}, "action": {"approve"}, "remember": {remember}})
+	require.Equal(e.t, http.StatusSeeOther, r.code, r.body)
 	s := e.waitState(id, "completed", func(s workflows.State) bool { return s.Status == workflows.StatusCompleted })
-	d := card(t, s, "d1").Decisions[0]
-	require.Equal(t, "user", d.Remember)
-	require.NotEmpty(t, d.Grant)
-	r = e.do(request{method: "GET", path: "/v1/grants", key: desk})
-	require.Equal(t, d.Grant, decodeJSON[gateway.GrantList](t, r.body).Grants[0].ID)
+	d := card(e.t, s, "d1").Decisions[0]
+	require.Equal(e.t, remember, d.Remember)
+	require.NotEmpty(e.t, d.Grant)
+	r = e.do(request{method: "GET", path: "/v1/grants", key: key})
+	g := decodeJSON[gateway.GrantList](e.t, r.body).Grants[0]
+	require.Equal(e.t, d.Grant, g.ID)
+	return page.body, g
 }
 
 // A turn of a session: the inbox offers to remember an approval for the
@@ -130,18 +143,7 @@ func TestInboxRemembersForTheSession(t *testing.T) {
 	e.waitState(id, "d1 waiting", func(s workflows.State) bool { return len(s.Cards) > 0 && s.Cards[0].State.Waiting() })
 	e.waitListed(id, workflows.StatusWaiting)
 
-	browser := browserClient(t)
-	require.Equal(t, http.StatusSeeOther, e.login(browser, desk).code)
-	page := e.inbox(browser)
-	require.Contains(t, page.body, `<option value="session">and remember for this session</option><option value="user">and remember for `+ann+`</option>`)
-	r := postForm(t, browser, e.http.URL, "/inbox/respond", url.Values{"csrf": {csrfOf(t, page.body)}, "turn": {id}, "call": {"d1"}, "action": {"approve"}, "remember": {"session"}})
-	require.Equal(t, http.StatusSeeOther, r.code, r.body)
-	s := e.waitState(id, "completed", func(s workflows.State) bool { return s.Status == workflows.StatusCompleted })
-	d := card(t, s, "d1").Decisions[0]
-	require.Equal(t, "session", d.Remember)
-	require.NotEmpty(t, d.Grant)
-	r = e.do(request{method: "GET", path: "/v1/grants", key: desk})
-	g := decodeJSON[gateway.GrantList](t, r.body).Grants[0]
-	require.Equal(t, d.Grant, g.ID)
+	page, g := e.approveRemembering(desk, id, "session")
+	require.Contains(t, page, `<option value="session">and remember for this session</option><option value="user">and remember for `+ann+`</option>`)
 	require.Equal(t, sessionID, g.Session)
 }
