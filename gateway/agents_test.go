@@ -64,9 +64,7 @@ func TestGatewayRunsAgentsAndAnswersAChildThroughTheParent(t *testing.T) {
 	require.Equal(t, "agbilling", listed.Agents[0].Name)
 	require.NotContains(t, got.body, "instructions")
 
-	started := e.do(request{method: http.MethodPost, path: "/v1/turns", key: ann, body: `{"agent":"agboss","prompt":"write my notes"}`})
-	require.Equal(t, http.StatusCreated, started.code, started.body)
-	id := decodeJSON[map[string]string](t, started.body)["id"]
+	id := e.startAgent(ann, `{"agent":"agboss","prompt":"write my notes"}`)
 	e.turns = append(e.turns, id, id+"/c1")
 	s := e.waitState(id, "the child's approval", func(s workflows.State) bool {
 		return s.Status == workflows.StatusWaiting && len(s.Cards) == 1 && s.Cards[0].Agent != nil && len(s.Cards[0].Agent.Waiting) == 1
@@ -89,9 +87,7 @@ func TestGatewayContinuesATransferredTurnWithItsTarget(t *testing.T) {
 	ann := e.key("ann", []apikey.Scope{apikey.Read, apikey.Start})
 	bob := e.key("bob", []apikey.Scope{apikey.Read, apikey.Start})
 
-	started := e.do(request{method: http.MethodPost, path: "/v1/turns", key: ann, body: `{"agent":"agtriage","prompt":"refund please"}`})
-	require.Equal(t, http.StatusCreated, started.code, started.body)
-	id := decodeJSON[map[string]string](t, started.body)["id"]
+	id := e.startAgent(ann, `{"agent":"agtriage","prompt":"refund please"}`)
 	e.turns = append(e.turns, id)
 	require.Equal(t, workflows.StatusTransferred, e.result(id).Status)
 
@@ -125,9 +121,7 @@ func (e *env) result(id string) workflows.Result {
 func TestInboxShowsAChildsWaitUnderTheTopTurn(t *testing.T) {
 	e := newEnv(t, envOptions{agents: gatewayAgents})
 	ops := e.key("ops", []apikey.Scope{apikey.Read, apikey.Start, apikey.Respond})
-	started := e.do(request{method: http.MethodPost, path: "/v1/turns", key: ops, body: `{"agent":"agboss","prompt":"write my notes"}`})
-	require.Equal(t, http.StatusCreated, started.code, started.body)
-	id := decodeJSON[map[string]string](t, started.body)["id"]
+	id := e.startAgent(ops, `{"agent":"agboss","prompt":"write my notes"}`)
 	child := id + "/c1"
 	e.turns = append(e.turns, id, child)
 	e.waitListed(id, workflows.StatusWaiting)
@@ -167,9 +161,7 @@ func TestInboxShowsAChildsWaitUnderTheTopTurn(t *testing.T) {
 func TestInboxShowsTheWholeChainOfAWaitTwoLevelsDown(t *testing.T) {
 	e := newEnv(t, envOptions{agents: gatewayAgents})
 	ops := e.key("ops", []apikey.Scope{apikey.Read, apikey.Start, apikey.Respond})
-	started := e.do(request{method: http.MethodPost, path: "/v1/turns", key: ops, body: `{"agent":"agdesk","prompt":"notes please"}`})
-	require.Equal(t, http.StatusCreated, started.code, started.body)
-	id := decodeJSON[map[string]string](t, started.body)["id"]
+	id := e.startAgent(ops, `{"agent":"agdesk","prompt":"notes please"}`)
 	boss, writer := id+"/d1", id+"/d1/c1"
 	e.turns = append(e.turns, id, boss, writer)
 	e.waitListed(id, workflows.StatusWaiting)
@@ -230,4 +222,13 @@ type gatewayTurn struct {
 	ID      string              `json:"id"`
 	Waiting []results.Card      `json:"waiting"`
 	Agents  []results.AgentCall `json:"agents"`
+}
+
+// startAgent starts a turn through the gateway with key and the JSON
+// body given, and returns its id.
+func (e *env) startAgent(key, body string) string {
+	e.t.Helper()
+	started := e.do(request{method: http.MethodPost, path: "/v1/turns", key: key, body: body})
+	require.Equal(e.t, http.StatusCreated, started.code, started.body)
+	return decodeJSON[map[string]string](e.t, started.body)["id"]
 }
