@@ -142,9 +142,10 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, code int, v
 				CSRF: page.CSRF,
 			}
 			it.Chain = agentChain(t.ID, t.Agents, c.CallID)
-			// A call in an agent's turn is the agent's, which is in no
-			// session of its own: the turn refuses remember session there.
-			it.InSession = t.Session != "" && it.Chain == ""
+			// A call in an agent's turn ("<call>/<child call>") is the
+			// agent's, which is in no session of its own: the turn
+			// refuses remember session there.
+			it.InSession = t.Session != "" && !strings.Contains(c.CallID, "/")
 			it.EditArgs = it.Args
 			it.ConnectURL = s.ConnectURL("", t.ID, t.User, c)
 			it.MayAnswer, it.Why = mayAnswer(*v.who, c, t.User)
