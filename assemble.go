@@ -71,7 +71,11 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 		// A bucket: every chunk read is a round trip.
 		cached = transcriptCacheBytes
 	}
-	transcripts := transcript.New(blobs, transcript.Options{CacheBytes: cached, ConversationBytes: conversationCacheBytes})
+	convs := cfg.ConversationCacheBytes
+	if convs == 0 {
+		convs = conversationCacheBytes
+	}
+	transcripts := transcript.New(blobs, transcript.Options{CacheBytes: cached, ConversationBytes: convs})
 	outputs := payloadstore.NewDriver(blobs)
 	return &activities.Activities{
 		Tools:       registry,
@@ -89,9 +93,10 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 // remote blob store keeps in memory: some hundreds of long turns.
 const transcriptCacheBytes = 64 << 20
 
-// conversationCacheBytes bounds the long conversations (by their chunks'
-// bytes) a worker keeps decoded, so that a turn's model call costs the
-// same at its ten-thousandth call as at its tenth.
+// conversationCacheBytes is Options.ConversationCacheBytes' default: it
+// bounds the long conversations (by their chunks' bytes) a worker keeps
+// decoded, so that a turn's model call costs the same at its
+// ten-thousandth call as at its tenth.
 const conversationCacheBytes = 32 << 20
 
 // checkApart refuses a data directory and a workspace that overlap, before

@@ -71,6 +71,13 @@ type Options struct {
 	// Every worker, client and replayer of a deployment needs the same
 	// one. Connection tokens never go there: they stay in DataDir.
 	BlobURL string
+	// ConversationCacheBytes bounds the decoded conversations a worker
+	// keeps between model calls: long ones up to this many bytes as
+	// stored, and the most recent short ones. A model call then reads
+	// from the store only what another worker stored. Zero is 32 MiB;
+	// negative keeps none, so every model call reads its whole
+	// conversation from the store, as a worker just restarted does.
+	ConversationCacheBytes int64
 	// Workspace confines the file and shell tools.
 	Workspace string
 

@@ -116,8 +116,12 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 	}
 	resp.Message.Role = results.RoleAssistant
 	cost := a.cost(ctx, in.Model, resp.Usage)
-	added := append(append([]results.Message(nil), in.Messages...), resp.Message)
-	head, err := a.Transcripts.AppendContext(ctx, in.Transcript, added)
+	// The conversation with the reply is the next call's: kept, it is
+	// not read back from the store.
+	n := len(in.Messages) + 1
+	conv = append(conv, resp.Message)
+	added := conv[len(conv)-n:]
+	head, err := a.Transcripts.Extend(ctx, in.Transcript, conv, n)
 	if err != nil {
 		// The error names the chunk's path and the OS error, never the
 		// messages, so it is safe to log.

@@ -29,9 +29,27 @@ type stepArgs struct {
 // torn, truncated or gone. This runs whole turns through AgentTurn and the
 // real CallModel and transcript store, damages every stored chunk while a
 // tool runs (where a crash between model calls would), and shows that the
-// next model call fails as TranscriptMissing, the workflow resends the
-// whole conversation, the model sees all of it, and the turn completes.
+// next model call of a worker that kept nothing in memory (one just
+// restarted) fails as TranscriptMissing, the workflow resends the whole
+// conversation, the model sees all of it, and the turn completes. The
+// worker that stored the chunks and still holds the conversation never
+// reads them back: its turn goes on unaware.
 func TestTurnCompletesWhenTranscriptChunksAreDamaged(t *testing.T) {
+	for _, w := range []struct {
+		name       string
+		cache      int64
+		callModels int32
+	}{
+		// Two model calls find their conversation damaged and are sent
+		// again whole: five CallModel runs for three replies.
+		{"restarted worker", -1, 5},
+		{"same worker", 0, 3},
+	} {
+		t.Run(w.name, func(t *testing.T) { damagedTurn(t, w.cache, w.callModels) })
+	}
+}
+
+func damagedTurn(t *testing.T, cacheBytes int64, wantCallModels int32) {
 	damages := map[string]func(t *testing.T, path string){
 		"deleted": func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) },
 		"truncated": func(t *testing.T, p string) {
@@ -61,7 +79,7 @@ func TestTurnCompletesWhenTranscriptChunksAreDamaged(t *testing.T) {
 				tollgatetest.Reply("Second.", tollgatetest.Call("c2", "step", stepArgs{N: 2})),
 				tollgatetest.Reply("All done."),
 			)
-			turn := tollgatetest.NewTurn(t, tollgate.Options{DataDir: data, Tools: []tool.Tool{step}, NoBuiltins: true}, m)
+			turn := tollgatetest.NewTurn(t, tollgate.Options{DataDir: data, ConversationCacheBytes: cacheBytes, Tools: []tool.Tool{step}, NoBuiltins: true}, m)
 			var callModels atomic.Int32
 			turn.Env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
 				if info.ActivityType.Name == activities.CallModelName {
@@ -79,9 +97,7 @@ func TestTurnCompletesWhenTranscriptChunksAreDamaged(t *testing.T) {
 			// reaches the model.
 			reqs := m.Requests()
 			require.Len(t, reqs, 3)
-			// Two model calls found their conversation damaged and were
-			// sent again whole: five CallModel runs for three replies.
-			require.EqualValues(t, 5, callModels.Load())
+			require.Equal(t, wantCallModels, callModels.Load())
 
 			// The last request holds the whole conversation, in order.
 			var seen []string

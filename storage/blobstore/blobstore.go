@@ -40,7 +40,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -109,8 +108,8 @@ func URLFromEnv(getenv func(string) string) string { return getenv(EnvVar) }
 type Store struct {
 	bucket *blob.Bucket
 	sealer Sealer
-	// dir is the root of a directory store, "" for others: where Durable
-	// syncs.
+	// dir is the root of a directory store, "" for others: a directory
+	// store reads and writes its files itself (dir.go).
 	dir string
 	// where names the store in errors: a path or a URL without its query
 	// and user info.
@@ -239,6 +238,18 @@ func ValidSum(sum string) bool {
 // its hash.
 func (s *Store) Put(ctx context.Context, sp Space, data []byte) (string, error) {
 	sum := Sum(data)
+	key := sp.Key(sum)
+	if s.dir != "" {
+		stored, err := s.seal(sum, data)
+		if err != nil {
+			return "", err
+		}
+		intact := func(b []byte) bool { _, err := s.check(key, sum, b); return err == nil }
+		if err := s.putFile(key, stored, sp.Durable, intact); err != nil {
+			return "", fmt.Errorf("store blob %s in %s: %w", key, s.where, err)
+		}
+		return sum, nil
+	}
 	// Storing again is common (an activity retry, a conversation prefix
 	// sent again); a damaged blob is rewritten rather than trusted for
 	// ever by every later reference.
@@ -247,69 +258,47 @@ func (s *Store) Put(ctx context.Context, sp Space, data []byte) (string, error) 
 	} else if !errors.Is(err, ErrMissing) && !errors.Is(err, ErrCorrupt) {
 		return "", err
 	}
-	stored := data
-	if s.sealer != nil {
-		var err error
-		if stored, err = s.sealer.Seal(data); err != nil {
-			return "", fmt.Errorf("seal blob %s: %w", sum, err)
-		}
+	stored, err := s.seal(sum, data)
+	if err != nil {
+		return "", err
 	}
-	if err := s.write(ctx, sp, sp.Key(sum), stored); err != nil {
-		return "", fmt.Errorf("store blob %s in %s: %w", sp.Key(sum), s.where, err)
+	if err := s.write(ctx, key, stored); err != nil {
+		return "", fmt.Errorf("store blob %s in %s: %w", key, s.where, err)
 	}
 	return sum, nil
 }
 
-func (s *Store) write(ctx context.Context, sp Space, key string, data []byte) error {
-	var f *os.File
-	opts := &blob.WriterOptions{
-		// A content type given skips sniffing, which would buffer the
-		// first bytes before the file exists.
-		ContentType: "application/octet-stream",
-		BeforeWrite: func(as func(any) bool) error {
-			if s.dir == "" || !as(&f) {
-				return nil
-			}
-			// Before any byte is written, so that no one else can read it.
-			return f.Chmod(filePerm)
-		},
+// seal is data as stored: sealed, when the store has a Sealer.
+func (s *Store) seal(sum string, data []byte) ([]byte, error) {
+	if s.sealer == nil {
+		return data, nil
 	}
+	stored, err := s.sealer.Seal(data)
+	if err != nil {
+		return nil, fmt.Errorf("seal blob %s: %w", sum, err)
+	}
+	return stored, nil
+}
+
+// write stores data under key in a bucket, which holds it durably once
+// Close returns.
+func (s *Store) write(ctx context.Context, key string, data []byte) error {
 	// Close commits whatever was written, a partial blob too; only a
 	// writer whose context is cancelled first aborts (gocloud.dev/blob's
 	// NewWriter contract), leaving nothing under key.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := s.bucket.NewWriter(wctx, key, opts)
+	// A content type given skips sniffing.
+	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: "application/octet-stream"})
 	if err != nil {
 		return err
 	}
-	abort := func(err error) error {
+	if _, err := w.Write(data); err != nil {
 		cancel()
 		_ = w.Close()
 		return err
 	}
-	if _, err := w.Write(data); err != nil {
-		return abort(err)
-	}
-	if sp.Durable && f != nil {
-		if err := f.Sync(); err != nil {
-			return abort(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if sp.Durable && f != nil {
-		// The rename into place survives a power loss only once its
-		// directory is synced.
-		d, err := os.Open(filepath.Join(s.dir, filepath.FromSlash(filepath.Dir(key))))
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		return d.Sync()
-	}
-	return nil
+	return w.Close()
 }
 
 // Get reads the blob with hash sum from sp and checks that it is what the
@@ -321,18 +310,27 @@ func (s *Store) Get(ctx context.Context, sp Space, sum string) ([]byte, error) {
 	key := sp.Key(sum)
 	// Messages name the blob, not the directory: a read failure can end
 	// up in workflow history, which holds no host paths.
+	if s.dir != "" {
+		data, err := s.readFile(key)
+		if err != nil {
+			return nil, err
+		}
+		return s.check(key, sum, data)
+	}
 	data, err := s.bucket.ReadAll(ctx, key)
 	switch {
 	case gcerrors.Code(err) == gcerrors.NotFound:
 		return nil, fmt.Errorf("blob %s: %w", key, ErrMissing)
-	case err != nil && s.dir != "" && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
-		// A file that is there but cannot be read (a directory in its
-		// place, a bad sector) will not read on a retry either.
-		return nil, fmt.Errorf("blob %s cannot be read: %w", key, ErrCorrupt)
 	case err != nil:
 		return nil, fmt.Errorf("read blob %s from %s: %w", key, s.where, err)
 	}
+	return s.check(key, sum, data)
+}
+
+// check opens stored bytes read from key and checks that they hash to sum.
+func (s *Store) check(key, sum string, data []byte) ([]byte, error) {
 	if s.sealer != nil {
+		var err error
 		if data, err = s.sealer.Open(data); err != nil {
 			return nil, fmt.Errorf("blob %s cannot be opened (%v): %w", key, err, ErrCorrupt)
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
@@ -338,4 +339,29 @@ func TestS3CompatibleEndpoint(t *testing.T) {
 	_, err = Open(ctx, Options{URL: "s3://no-such-bucket?endpoint=" + srv.URL + "&use_path_style=true&region=us-east-1"})
 	require.ErrorContains(t, err, "s3://no-such-bucket cannot be used: the bucket does not exist")
 	require.ErrorContains(t, err, EnvVar)
+}
+
+// Writers of the same blob at once (two workers retrying one activity,
+// two turns storing the same first chunk) all succeed, and what is left
+// is the blob, whole, with no temporary file beside it.
+func TestConcurrentPutsOfOneBlob(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenDir(dir, nil)
+	require.NoError(t, err)
+	data := bytes.Repeat([]byte("concurrent "), 64<<10)
+	var wg sync.WaitGroup
+	errs := make([]error, 16)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = s.Put(t.Context(), testSpace, data) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	got, err := s.Get(t.Context(), testSpace, Sum(data))
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	entries, err := os.ReadDir(filepath.Dir(filepath.Join(dir, filepath.FromSlash(testSpace.Key(Sum(data))))))
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
 }

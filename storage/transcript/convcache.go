@@ -7,20 +7,24 @@ import (
 	"github.com/tollgate-dev/tollgate/results"
 )
 
-// convCache keeps whole decoded conversations of long chains by their
-// head, up to a number of encoded bytes, least recently used out first.
-// Every model call loads its conversation from its head, and a chain grows
-// a chunk a call: without it a turn's thousandth call reads and decodes a
-// thousand chunks, and a turn's time a call grows with its length. With
-// it, a load reads only the chunks added since the head it last loaded.
+// convCache keeps whole decoded conversations by their head, least
+// recently used out first. Every model call loads its conversation from
+// its head, and a chain grows a chunk a call: without it a turn's
+// thousandth call reads and decodes a thousand chunks, and a turn's time a
+// call grows with its length. With it, a load reads only the chunks added
+// since the head it last loaded, and none at all when this process stored
+// the head (Store.Extend).
 //
 // A head is the hash of its chunk, which names the one before: a cached
-// conversation is never stale. Short chains are not kept; they cost little
-// to read, and a worker parking thousands of short turns should not hold
-// their conversations.
+// conversation is never stale. Long chains are kept up to a number of
+// encoded bytes. Short chains cost little to read, and a worker parking
+// thousands of short turns should not hold their conversations: only the
+// recentConvs most recently used are kept, enough for the turns a worker
+// has running at once to find theirs.
 type convCache struct {
-	mu    sync.Mutex
-	convs *lru[*conv]
+	mu     sync.Mutex
+	convs  *lru[*conv]
+	recent *lru[*conv]
 }
 
 // conv is one cached conversation. Msgs is never changed below its
@@ -34,14 +38,18 @@ type conv struct {
 	grown  bool
 }
 
-// minCachedChunks is the shortest chain kept.
-const minCachedChunks = 16
+// minCachedChunks is the shortest chain kept by its bytes; recentConvs
+// how many shorter ones are kept.
+const (
+	minCachedChunks = 16
+	recentConvs     = 128
+)
 
 func newConvCache(maxBytes int64) *convCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &convCache{convs: newLRU[*conv](maxBytes)}
+	return &convCache{convs: newLRU[*conv](maxBytes), recent: newLRU[*conv](recentConvs)}
 }
 
 // get returns the cached conversation ending at id. A nil cache holds
@@ -52,13 +60,16 @@ func (c *convCache) get(id string) (*conv, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.convs.get(id)
+	if v, ok := c.convs.get(id); ok {
+		return v, true
+	}
+	return c.recent.get(id)
 }
 
 // extend builds the conversation ending at id from base (nil: none) and
 // chunks, the messages of the chunks after base, newest first, and caches
-// it when its chain is long enough. It returns the messages; callers get
-// a copy (Store.LoadContext), since the cached slice is shared.
+// it. It returns the messages; callers get a copy (Store.LoadWith), since
+// the cached slice is shared.
 func (c *convCache) extend(id string, base *conv, chunks [][]results.Message, bytes int64) []results.Message {
 	n := 0
 	for _, ch := range chunks {
@@ -85,16 +96,51 @@ func (c *convCache) extend(id string, base *conv, chunks [][]results.Message, by
 	for i := len(chunks) - 1; i >= 0; i-- {
 		msgs = append(msgs, chunks[i]...)
 	}
-	if c == nil || count < minCachedChunks || size > c.convs.max {
-		return msgs
+	if c != nil {
+		c.keep(base, &conv{id: id, msgs: msgs, chunks: count, bytes: size})
+	}
+	return msgs
+}
+
+// seed keeps msgs, which the caller hands over, as the conversation ending
+// at id: the one ending at prev ("" for none) and a chunk of bytes after
+// it. A prev not cached leaves the chain's length unknown, and nothing is
+// kept; the next load reads the chain and keeps it.
+func (c *convCache) seed(prev, id string, msgs []results.Message, bytes int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := &conv{id: id, msgs: msgs, chunks: 1, bytes: bytes}
+	var base *conv
+	if prev != "" {
+		var ok bool
+		if base, ok = c.convs.get(prev); !ok {
+			if base, ok = c.recent.get(prev); !ok {
+				return
+			}
+		}
+		next.chunks, next.bytes = base.chunks+1, base.bytes+bytes
+	}
+	c.keep(base, next)
+}
+
+// keep caches v, in place of base (nil: none): the turn has moved on from
+// base, whose conversation lives on as the start of v's. Callers hold mu.
+func (c *convCache) keep(base, v *conv) {
+	if v.bytes > c.convs.max {
+		return
 	}
 	if base != nil {
-		// The turn has moved on from base; its conversation lives on as
-		// the start of this one.
 		c.convs.remove(base.id)
+		c.recent.remove(base.id)
 	}
-	c.convs.add(id, &conv{id: id, msgs: msgs, chunks: count, bytes: size}, size)
-	return msgs
+	if v.chunks < minCachedChunks {
+		c.recent.add(v.id, v, 1)
+		return
+	}
+	c.convs.add(v.id, v, v.bytes)
 }
 
 // forget drops the conversation cached for id, if any.
@@ -105,4 +151,5 @@ func (c *convCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.convs.remove(id)
+	c.recent.remove(id)
 }

@@ -2,11 +2,14 @@ package transcript
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/blobstore"
 )
 
 // A long chain loaded again after a chunk was added reads that chunk
@@ -52,16 +55,64 @@ func TestConversationCacheReadsOnlyNewChunks(t *testing.T) {
 	require.Equal(t, append(append([]string(nil), want...), "a", "b"), texts(got))
 }
 
-// A short chain is not kept: it is read from the store every time.
-func TestConversationCacheSkipsShortChains(t *testing.T) {
+// Short chains are kept only while they are among the recentConvs most
+// recently used: a worker parking thousands of short turns does not hold
+// their conversations, and the oldest is read from the store again.
+func TestConversationCacheKeepsOnlyRecentShortChains(t *testing.T) {
 	s, bucket := memStore(t, Options{ConversationBytes: 1 << 20})
-	h, err := s.Append("", []results.Message{results.UserText("one")})
+	heads := make([]string, recentConvs+1)
+	for i := range heads {
+		h, err := s.Append("", []results.Message{results.UserText(fmt.Sprint(i))})
+		require.NoError(t, err)
+		_, err = s.Load(h)
+		require.NoError(t, err)
+		heads[i] = h
+	}
+	emptyBucket(t, bucket)
+	_, err := s.Load(heads[0])
+	require.ErrorIs(t, err, ErrMissing)
+	for _, h := range heads[1:] {
+		got, err := s.Load(h)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+	}
+}
+
+// A conversation a model call extended is the next call's without a read:
+// the store can be emptied behind it. Another store (another worker)
+// reads the same conversation from the chunks Extend stored.
+func TestExtendKeepsTheConversationItStored(t *testing.T) {
+	s, bucket := memStore(t, Options{ConversationBytes: 1 << 20})
+	conv := []results.Message{results.UserText("hi"), results.AssistantText("hello")}
+	h1, err := s.Extend(t.Context(), "", conv, 2)
 	require.NoError(t, err)
-	_, err = s.Load(h)
+	conv = append(slices.Clone(conv), results.UserText("more"), results.AssistantText("sure"))
+	h2, err := s.Extend(t.Context(), h1, conv, 2)
+	require.NoError(t, err)
+
+	other := New(blobstore.NewBucket(bucket, nil), Options{})
+	got, err := other.Load(h2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"hi", "hello", "more", "sure"}, texts(got))
+
+	emptyBucket(t, bucket)
+	got, err = s.LoadWith(t.Context(), h2, []results.Message{results.UserText("next")})
+	require.NoError(t, err)
+	require.Equal(t, []string{"hi", "hello", "more", "sure", "next"}, texts(got))
+	// The turn moved on from h1: it is no longer held.
+	_, err = s.Load(h1)
+	require.ErrorIs(t, err, ErrMissing)
+
+	// After a head this store never saw, the chain's length is unknown:
+	// nothing is kept, and the next load reads the store.
+	h3, err := s.Extend(t.Context(), strings.Repeat("ab", 32), []results.Message{results.UserText("x")}, 1)
 	require.NoError(t, err)
 	emptyBucket(t, bucket)
-	_, err = s.Load(h)
+	_, err = s.Load(h3)
 	require.ErrorIs(t, err, ErrMissing)
+
+	_, err = s.Extend(t.Context(), "", conv, len(conv)+1)
+	require.ErrorContains(t, err, "5 new messages of a conversation of 4")
 }
 
 // Two conversations built on one cached base (two loads racing from the

@@ -61,10 +61,11 @@ type Options struct {
 	// store on local disk, whose reads the operating system caches, and
 	// which a damaged chunk must be read from to be noticed.
 	CacheBytes int64
-	// ConversationBytes keeps whole decoded conversations of long chains
-	// in memory, up to this many bytes of their chunks, so that loading
-	// a conversation again after a chunk was added reads and decodes
-	// that chunk alone. Zero keeps none.
+	// ConversationBytes keeps whole decoded conversations in memory, long
+	// chains up to this many bytes of their chunks and a few recent short
+	// ones, so that loading a conversation again after a chunk was added
+	// reads and decodes that chunk alone, or nothing when this process
+	// added it (Extend). Zero keeps none.
 	ConversationBytes int64
 }
 
@@ -92,23 +93,49 @@ func (s *Store) Append(head string, messages []results.Message) (string, error) 
 
 // AppendContext is Append with a context, for remote stores.
 func (s *Store) AppendContext(ctx context.Context, head string, messages []results.Message) (string, error) {
+	id, _, err := s.put(ctx, head, messages)
+	return id, err
+}
+
+// Extend stores the last n messages of conv after head, as Append does,
+// and keeps conv as the conversation ending at the new head, so that
+// loading it next reads and decodes nothing: what a model call does with
+// the conversation it loaded and the reply it got. conv must be the
+// conversation ending at head followed by those n messages; the store
+// owns it afterwards.
+func (s *Store) Extend(ctx context.Context, head string, conv []results.Message, n int) (string, error) {
+	if n < 0 || n > len(conv) {
+		return "", fmt.Errorf("extend transcript: %d new messages of a conversation of %d", n, len(conv))
+	}
+	id, size, err := s.put(ctx, head, conv[len(conv)-n:])
+	if err != nil {
+		return "", err
+	}
+	s.convs.seed(head, id, conv, size)
+	return id, nil
+}
+
+// put stores messages as the chunk after head and returns its id and
+// encoded size.
+func (s *Store) put(ctx context.Context, head string, messages []results.Message) (string, int64, error) {
 	data, err := json.Marshal(chunk{Prev: head, Messages: messages})
 	if err != nil {
-		return "", fmt.Errorf("encode transcript chunk: %w", err)
+		return "", 0, fmt.Errorf("encode transcript chunk: %w", err)
 	}
+	size := int64(len(data))
 	// A chunk this process stored or read intact is not checked again.
 	if id := blobstore.Sum(data); s.chunks.has(id) {
-		return id, nil
+		return id, size, nil
 	}
 	// A chunk already stored intact (an activity retry) is not written
 	// again; a damaged one is replaced, or every later head that reaches
 	// it would fail to load.
 	id, err := s.blobs.Put(ctx, s.space, data)
 	if err != nil {
-		return "", fmt.Errorf("store transcript chunk: %w", err)
+		return "", 0, fmt.Errorf("store transcript chunk: %w", err)
 	}
 	s.chunks.put(id, data)
-	return id, nil
+	return id, size, nil
 }
 
 // Load returns the whole conversation ending at head, oldest first.

@@ -1,0 +1,120 @@
+package blobstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// A directory store reads and writes its files itself rather than through
+// fileblob: a model call stores a transcript chunk, and creating a file is
+// the dearest thing it does on a local disk. fileblob stats the directory,
+// creates a temporary file, sets its mode and renames it into place; here
+// a new blob is one exclusive create under its own name, written and
+// closed. The layout is fileblob's (no sidecars, temporary files named
+// NAME.<hex>.tmp beside the blob), so either reads what the other wrote,
+// and List and Stats still go through the bucket.
+
+// path is where key lives in the directory store.
+func (s *Store) path(key string) string {
+	return filepath.Join(s.dir, filepath.FromSlash(key))
+}
+
+// readFile reads the blob under key, without checking it.
+func (s *Store) readFile(key string) ([]byte, error) {
+	data, err := os.ReadFile(s.path(key))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("blob %s: %w", key, ErrMissing)
+	case err != nil:
+		// A file that is there but cannot be read (a directory in its
+		// place, a bad sector) will not read on a retry either.
+		return nil, fmt.Errorf("blob %s cannot be read: %w", key, ErrCorrupt)
+	}
+	return data, nil
+}
+
+// putFile stores data under key unless an intact blob is already there.
+// intact says whether stored bytes are the blob's. A write that fails
+// leaves nothing under key; one a crash cuts short leaves a file whose
+// hash is wrong, which Get reports as ErrCorrupt and the next Put of the
+// same blob replaces.
+func (s *Store) putFile(key string, data []byte, durable bool, intact func([]byte) bool) error {
+	p := s.path(key)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(p), dirPerm); err != nil {
+			return err
+		}
+		f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		// Stored before (an activity retry, a prefix sent again), or
+		// being stored now by another writer of the same bytes: keep it
+		// if it is whole, else write it again beside and rename it over.
+		if old, rerr := os.ReadFile(p); rerr == nil && intact(old) {
+			return nil
+		}
+		return s.replaceFile(p, data, durable)
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeClose(f, data, durable); err != nil {
+		_ = os.Remove(p)
+		return err
+	}
+	if durable {
+		return syncDir(filepath.Dir(p))
+	}
+	return nil
+}
+
+// replaceFile writes data beside p and renames it over p, so that readers
+// of p see the old file or the new one, never a part.
+func (s *Store) replaceFile(p string, data []byte, durable bool) error {
+	tmp := p + "." + strconv.FormatInt(time.Now().UnixNano(), 16) + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return err
+	}
+	if err := writeClose(f, data, durable); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if durable {
+		return syncDir(filepath.Dir(p))
+	}
+	return nil
+}
+
+// writeClose writes data to f, syncs it when durable, and closes it.
+func writeClose(f *os.File, data []byte, durable bool) error {
+	_, err := f.Write(data)
+	if err == nil && durable {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir syncs a directory, so that a file created or renamed in it
+// survives a power loss.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
