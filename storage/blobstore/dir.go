@@ -64,8 +64,18 @@ func (s *Store) putFile(key string, data []byte, durable bool, intact func([]byt
 	if err != nil {
 		return err
 	}
-	if err := writeClose(f, data, durable); err != nil {
-		_ = os.Remove(p)
+	mine, err := f.Stat()
+	if err == nil {
+		err = writeClose(f, data, durable)
+	} else {
+		_ = f.Close()
+	}
+	if err != nil {
+		// Unless another writer of the same bytes found this file torn
+		// and has already renamed a whole one over it.
+		if now, serr := os.Stat(p); serr == nil && mine != nil && os.SameFile(now, mine) {
+			_ = os.Remove(p)
+		}
 		return err
 	}
 	if durable {
