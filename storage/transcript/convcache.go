@@ -19,8 +19,9 @@ import (
 // conversation is never stale. Long chains are kept up to a number of
 // encoded bytes. Short chains cost little to read, and a worker parking
 // thousands of short turns should not hold their conversations: only the
-// recentConvs most recently used are kept, enough for the turns a worker
-// has running at once to find theirs.
+// recentConvs most recently used are kept, within a quarter of the bytes
+// long ones may take, enough for the turns a worker has running at once
+// to find theirs.
 type convCache struct {
 	mu     sync.Mutex
 	convs  *lru[*conv]
@@ -49,7 +50,7 @@ func newConvCache(maxBytes int64) *convCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &convCache{convs: newLRU[*conv](maxBytes), recent: newLRU[*conv](recentConvs)}
+	return &convCache{convs: newLRU[*conv](maxBytes), recent: newLRU[*conv](max(1, maxBytes/4))}
 }
 
 // get returns the cached conversation ending at id. A nil cache holds
@@ -137,7 +138,12 @@ func (c *convCache) keep(base, v *conv) {
 		c.recent.remove(base.id)
 	}
 	if v.chunks < minCachedChunks {
-		c.recent.add(v.id, v, 1)
+		if v.bytes <= c.recent.max {
+			c.recent.add(v.id, v, v.bytes)
+			for c.recent.order.Len() > recentConvs {
+				c.recent.drop(c.recent.order.Back())
+			}
+		}
 		return
 	}
 	c.convs.add(v.id, v, v.bytes)

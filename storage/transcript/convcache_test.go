@@ -78,6 +78,26 @@ func TestConversationCacheKeepsOnlyRecentShortChains(t *testing.T) {
 	}
 }
 
+// Short chains are kept within a quarter of the cache's bytes: a short
+// conversation of large tool outputs is read from the store again, not
+// held by the hundred.
+func TestConversationCacheBoundsShortChainsByBytes(t *testing.T) {
+	s, bucket := memStore(t, Options{ConversationBytes: 4 << 10})
+	small, err := s.Append("", []results.Message{results.UserText("small")})
+	require.NoError(t, err)
+	large, err := s.Append("", []results.Message{results.UserText(strings.Repeat("x", 2<<10))})
+	require.NoError(t, err)
+	for _, h := range []string{small, large} {
+		_, err := s.Load(h)
+		require.NoError(t, err)
+	}
+	emptyBucket(t, bucket)
+	_, err = s.Load(small)
+	require.NoError(t, err)
+	_, err = s.Load(large)
+	require.ErrorIs(t, err, ErrMissing)
+}
+
 // A conversation a model call extended is the next call's without a read:
 // the store can be emptied behind it. Another store (another worker)
 // reads the same conversation from the chunks Extend stored.
