@@ -74,10 +74,10 @@ type Options struct {
 	// ConversationCacheBytes bounds the decoded conversations a worker
 	// keeps between model calls: long ones up to this many bytes as
 	// stored, and the most recent short ones within a quarter of it. A
-	// model call then reads
-	// from the store only what another worker stored. Zero is 32 MiB;
-	// negative keeps none, so every model call reads its whole
-	// conversation from the store, as a worker just restarted does.
+	// model call then reads from the store only what another worker
+	// stored. Zero is 32 MiB; negative keeps none, so every model call
+	// reads its whole conversation from the store, as a worker just
+	// restarted does.
 	ConversationCacheBytes int64
 	// Workspace confines the file and shell tools.
 	Workspace string
