@@ -19,9 +19,10 @@ type outcomeWire struct {
 	outcomeFields
 }
 
-// header is read leniently before the strict decode so that input from a
-// newer writer is reported as what it is (a newer version, an unknown kind
-// or state) rather than as an unknown field of the body that came with it.
+// header is read leniently when the strict decode fails, so that input
+// from a newer writer is reported as what it is (a newer version, an
+// unknown kind or state) rather than as an unknown field of the body that
+// came with it.
 type header struct {
 	V     int   `json:"v"`
 	Kind  Kind  `json:"kind"`
@@ -50,16 +51,23 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 // value. The result is canonical (compact raw JSON, nil for empty lists),
 // so decoding what MarshalJSON wrote gives back an equal value.
 func (o *Outcome) UnmarshalJSON(data []byte) error {
-	h, err := readHeader(data)
-	if err != nil {
-		return fmt.Errorf("decode outcome: %w", err)
-	}
-	if h.Kind != "" && !slices.Contains(kinds, h.Kind) {
-		return fmt.Errorf("decode outcome: unknown outcome kind %q", h.Kind)
-	}
 	var w outcomeWire
 	if err := decodeOne(data, &w, true); err != nil {
+		// Input from a newer writer fails here on what it added; its
+		// header says what it is. Read only then: every workflow task
+		// that takes a tool's result decodes one.
+		if h, herr := readHeader(data); herr != nil {
+			err = herr
+		} else if !knownKind(h.Kind) {
+			return fmt.Errorf("decode outcome: unknown outcome kind %q", h.Kind)
+		}
 		return fmt.Errorf("decode outcome: %w", err)
+	}
+	if err := checkVersion(w.V); err != nil {
+		return fmt.Errorf("decode outcome: %w", err)
+	}
+	if !knownKind(w.Kind) {
+		return fmt.Errorf("decode outcome: unknown outcome kind %q", w.Kind)
 	}
 	got := Outcome(w.outcomeFields)
 	got.Success.dropUnsafeSources()
@@ -105,16 +113,22 @@ func (c Card) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads and validates the versioned encoding of a card. Like
 // Outcome's, the result is canonical.
 func (c *Card) UnmarshalJSON(data []byte) error {
-	h, err := readHeader(data)
-	if err != nil {
-		return fmt.Errorf("decode card: %w", err)
-	}
-	if h.State != "" && !slices.Contains(states, h.State) {
-		return fmt.Errorf("decode card: unknown card state %q", h.State)
-	}
 	var w cardWire
 	if err := decodeOne(data, &w, true); err != nil {
+		// As for an outcome: the header of a newer writer's card says
+		// what it is.
+		if h, herr := readHeader(data); herr != nil {
+			err = herr
+		} else if !knownState(h.State) {
+			return fmt.Errorf("decode card: unknown card state %q", h.State)
+		}
 		return fmt.Errorf("decode card: %w", err)
+	}
+	if err := checkVersion(w.V); err != nil {
+		return fmt.Errorf("decode card: %w", err)
+	}
+	if !knownState(w.State) {
+		return fmt.Errorf("decode card: unknown card state %q", w.State)
 	}
 	got := Card(w.cardFields)
 	got.Output.dropUnsafeSources()
@@ -135,6 +149,13 @@ func checkVersion(v int) error {
 	}
 	return nil
 }
+
+// knownKind says whether this build knows kind; an absent kind is for
+// Validate to refuse.
+func knownKind(kind Kind) bool { return kind == "" || slices.Contains(kinds, kind) }
+
+// knownState is knownKind for a card's state.
+func knownState(state State) bool { return state == "" || slices.Contains(states, state) }
 
 // decodeOne decodes the single JSON value in data. Strict mode rejects
 // unknown fields so that a typo or a field from a newer writer is noticed
