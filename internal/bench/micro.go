@@ -50,7 +50,7 @@ func Micros() []Micro {
 		{"EncodeCard", "results.Card → JSON (succeeded, one decision)", BenchEncodeCard},
 		{"DecodeCard", "JSON → results.Card", BenchDecodeCard},
 		{"RenderCard", "results.Render: card → the model's tool message", BenchRenderCard},
-		{"TranscriptAppend", "transcript.Store.Append of one step (2 messages, write + fsync)", BenchTranscriptAppend},
+		{"TranscriptAppend", "transcript.Store.Append of one step (2 messages: one file created and written, not synced)", BenchTranscriptAppend},
 		{"TranscriptLoad50", "transcript.Store.Load of a 50-step chain with 5 KiB tool outputs", BenchTranscriptLoad50},
 	}, encodeStepMicros()...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -12,13 +13,12 @@ import (
 // Median of ds; zero for none.
 func Median(ds []time.Duration) time.Duration { return Percentile(ds, 50) }
 
-// Percentile by nearest rank.
-func Percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
+// Percentile by nearest rank, of durations or ratios.
+func Percentile[T time.Duration | float64](xs []T, p float64) T {
+	if len(xs) == 0 {
 		return 0
 	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	s := slices.Sorted(slices.Values(xs))
 	k := int(math.Ceil(p/100*float64(len(s)))) - 1
 	if k < 0 {
 		k = 0

@@ -13,14 +13,17 @@ import (
 
 // Row 1b with streaming on: the same turns, their model calls streamed
 // to an embedded NATS server, against the bare loop. Gated: set
-// TOLLGATE_BENCH_STREAMING=1 (and TOLLGATE_BENCH_STREAMING_REPS).
+// TOLLGATE_BENCH_STREAMING=1 (and TOLLGATE_BENCH_STREAMING_REPS, by
+// default as many as make bench runs: a repetition's ratio varies by a
+// tenth either way on a shared machine, and the median of few is no
+// better).
 //
 //	TOLLGATE_BENCH_STREAMING=1 go test -run TestStreamingRow1b -v ./internal/bench/
 func TestStreamingRow1b(t *testing.T) {
 	if os.Getenv("TOLLGATE_BENCH_STREAMING") == "" {
 		t.Skip("set TOLLGATE_BENCH_STREAMING=1 to measure row 1b with streaming on")
 	}
-	reps := 5
+	reps := DefaultConfig().CallReps
 	if n, err := strconv.Atoi(os.Getenv("TOLLGATE_BENCH_STREAMING_REPS")); err == nil && n > 0 {
 		reps = n
 	}
@@ -38,7 +41,8 @@ func TestStreamingRow1b(t *testing.T) {
 			opts.Events = pub
 		}
 		r := runRow1b(t, opts, reps)
-		t.Logf("streaming %v: %d calls, per call %s (bare loop %s), ratio to the bare loop %.3f (goal %.2f)", on, r.N, r.PerCall, r.PerCallLoop, r.RatioLoop, LoopCallGoal)
+		t.Logf("streaming %v: %d calls, per call %s (bare loop %s), ratio to the bare loop %.3f (goal %.2f); repetitions' ratios: quartiles %.2f to %.2f",
+			on, r.N, r.PerCall, r.PerCallLoop, r.RatioLoop, LoopCallGoal, Percentile(r.RepRatios, 25), Percentile(r.RepRatios, 75))
 	}
 	published, dropped := pub.Counts()
 	t.Logf("events published %d, dropped %d", published, dropped)
