@@ -109,8 +109,10 @@ type Store struct {
 	bucket *blob.Bucket
 	sealer Sealer
 	// dir is the root of a directory store, "" for others: a directory
-	// store reads and writes its files itself (dir.go).
-	dir string
+	// store reads and writes its files itself (dir.go), with files
+	// created ahead from pool.
+	dir  string
+	pool *filePool
 	// where names the store in errors: a path or a URL without its query
 	// and user info.
 	where string
@@ -191,7 +193,7 @@ func OpenDir(dir string, sealer Sealer) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blobstore: open directory %s: %w", abs, err)
 	}
-	return &Store{bucket: b, sealer: sealer, dir: abs, where: abs}, nil
+	return &Store{bucket: b, sealer: sealer, dir: abs, pool: newFilePool(abs), where: abs}, nil
 }
 
 // NewBucket wraps a bucket opened elsewhere (memblob in tests, a bucket
@@ -207,7 +209,12 @@ func (s *Store) String() string { return s.where }
 func (s *Store) Dir() string { return s.dir }
 
 // Close releases the bucket.
-func (s *Store) Close() error { return s.bucket.Close() }
+func (s *Store) Close() error {
+	if s.pool != nil {
+		s.pool.close()
+	}
+	return s.bucket.Close()
+}
 
 // Key is where the blob with hash sum lives in sp.
 func (sp Space) Key(sum string) string {

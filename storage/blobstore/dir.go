@@ -14,10 +14,11 @@ import (
 // fileblob: a model call stores a transcript chunk, and creating a file is
 // the dearest thing it does on a local disk. fileblob stats the directory,
 // creates a temporary file, sets its mode and renames it into place; here
-// a new blob is one exclusive create under its own name, written and
-// closed. The layout is fileblob's (no sidecars, temporary files named
-// NAME.<hex>.tmp beside the blob), so either reads what the other wrote,
-// and List and Stats still go through the bucket.
+// a new blob is a file created ahead (pool_linux.go), written and linked
+// into place, or, when none is ready, one exclusive create under its name,
+// written and closed. The layout is fileblob's (no sidecars, temporary
+// files named NAME.<hex>.tmp beside the blob), so either reads what the
+// other wrote, and List and Stats still go through the bucket.
 
 // path is where key lives in the directory store.
 func (s *Store) path(key string) string {
@@ -45,6 +46,11 @@ func (s *Store) readFile(key string) ([]byte, error) {
 // same blob replaces.
 func (s *Store) putFile(key string, data []byte, durable bool, intact func([]byte) bool) error {
 	p := s.path(key)
+	if f := s.pool.take(); f != nil {
+		if stored, err := s.putPooled(f, p, data, durable, intact); stored || err != nil {
+			return err
+		}
+	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(p), dirPerm); err != nil {
@@ -84,6 +90,58 @@ func (s *Store) putFile(key string, data []byte, durable bool, intact func([]byt
 	return nil
 }
 
+// putPooled stores data at p through f, a file of the pool: unless an
+// intact blob is there already, it writes f and links it as p. stored is
+// false, with no error, when the pool turned out unusable here: nothing
+// was stored, and the caller creates p itself.
+func (s *Store) putPooled(f *os.File, p string, data []byte, durable bool, intact func([]byte) bool) (stored bool, err error) {
+	old, err := os.ReadFile(p)
+	switch {
+	case err == nil && intact(old):
+		s.pool.giveBack(f)
+		return true, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		// Torn, or not a file: replaced whole, or the rename says why not.
+		s.pool.giveBack(f)
+		return true, s.replaceFile(p, data, durable)
+	}
+	if err := writeSync(f, data, durable); err != nil {
+		_ = f.Close()
+		return true, err
+	}
+	err = s.pool.link(f, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The blob's directory is new.
+		if err = os.MkdirAll(filepath.Dir(p), dirPerm); err == nil {
+			err = s.pool.link(f, p)
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case errors.Is(err, errPoolOff):
+		return false, nil
+	case errors.Is(err, fs.ErrExist):
+		// Another writer of the same bytes was first.
+		if old, rerr := os.ReadFile(p); rerr == nil && intact(old) {
+			return true, nil
+		}
+		return true, s.replaceFile(p, data, durable)
+	case err != nil:
+		return true, err
+	case durable:
+		return true, syncDir(filepath.Dir(p))
+	}
+	return true, nil
+}
+
+// dirMissing says whether path's directory is not there.
+func dirMissing(path string) bool {
+	_, err := os.Stat(filepath.Dir(path))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // replaceFile writes data beside p and renames it over p, so that readers
 // of p see the old file or the new one, never a part.
 func (s *Store) replaceFile(p string, data []byte, durable bool) error {
@@ -108,12 +166,18 @@ func (s *Store) replaceFile(p string, data []byte, durable bool) error {
 
 // writeClose writes data to f, syncs it when durable, and closes it.
 func writeClose(f *os.File, data []byte, durable bool) error {
+	err := writeSync(f, data, durable)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeSync writes data to f and syncs it when durable.
+func writeSync(f *os.File, data []byte, durable bool) error {
 	_, err := f.Write(data)
 	if err == nil && durable {
 		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	return err
 }
