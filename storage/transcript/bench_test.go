@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"gocloud.dev/blob/memblob"
 
@@ -15,35 +14,22 @@ import (
 // BenchmarkAppend stores one step of a conversation (a 512-byte tool
 // output and the assistant's next call) after the previous head, on the
 // disk t.TempDir is on: what CallModel does once per model call. Back to
-// back, the directory store's files created ahead run out and each
-// append creates its own; paced 2 ms apart, as model calls are at the
-// least, each append finds one ready, and only the append is timed.
+// back, the directory store's files created ahead run out, and most
+// appends create their own file as a model call then would.
 func BenchmarkAppend(b *testing.B) {
-	for _, pace := range []time.Duration{0, 2 * time.Millisecond} {
-		name := "back-to-back"
-		if pace > 0 {
-			name = "paced"
+	s, err := NewStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	head := ""
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		msgs := step(i)
+		if head, err = s.Append(head, msgs); err != nil {
+			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			s, err := NewStore(b.TempDir())
-			if err != nil {
-				b.Fatal(err)
-			}
-			head := ""
-			i := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				if pace > 0 {
-					b.StopTimer()
-					time.Sleep(pace)
-					b.StartTimer()
-				}
-				i++
-				if head, err = s.Append(head, step(i)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }
 
