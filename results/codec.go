@@ -52,22 +52,11 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 // so decoding what MarshalJSON wrote gives back an equal value.
 func (o *Outcome) UnmarshalJSON(data []byte) error {
 	var w outcomeWire
-	if err := decodeOne(data, &w, true); err != nil {
-		// Input from a newer writer fails here on what it added; its
-		// header says what it is. Read only then: every workflow task
-		// that takes a tool's result decodes one.
-		if h, herr := readHeader(data); herr != nil {
-			err = herr
-		} else if !knownKind(h.Kind) {
-			return fmt.Errorf("decode outcome: unknown outcome kind %q", h.Kind)
-		}
+	if err := decodeVersioned(data, &w, func(h header) error { return checkKind(h.Kind) }); err != nil {
 		return fmt.Errorf("decode outcome: %w", err)
 	}
-	if err := checkVersion(w.V); err != nil {
+	if err := checkKind(w.Kind); err != nil {
 		return fmt.Errorf("decode outcome: %w", err)
-	}
-	if !knownKind(w.Kind) {
-		return fmt.Errorf("decode outcome: unknown outcome kind %q", w.Kind)
 	}
 	got := Outcome(w.outcomeFields)
 	got.Success.dropUnsafeSources()
@@ -114,21 +103,11 @@ func (c Card) MarshalJSON() ([]byte, error) {
 // Outcome's, the result is canonical.
 func (c *Card) UnmarshalJSON(data []byte) error {
 	var w cardWire
-	if err := decodeOne(data, &w, true); err != nil {
-		// As for an outcome: the header of a newer writer's card says
-		// what it is.
-		if h, herr := readHeader(data); herr != nil {
-			err = herr
-		} else if !knownState(h.State) {
-			return fmt.Errorf("decode card: unknown card state %q", h.State)
-		}
+	if err := decodeVersioned(data, &w, func(h header) error { return checkState(h.State) }); err != nil {
 		return fmt.Errorf("decode card: %w", err)
 	}
-	if err := checkVersion(w.V); err != nil {
+	if err := checkState(w.State); err != nil {
 		return fmt.Errorf("decode card: %w", err)
-	}
-	if !knownState(w.State) {
-		return fmt.Errorf("decode card: unknown card state %q", w.State)
 	}
 	got := Card(w.cardFields)
 	got.Output.dropUnsafeSources()
@@ -150,12 +129,48 @@ func checkVersion(v int) error {
 	return nil
 }
 
-// knownKind says whether this build knows kind; an absent kind is for
-// Validate to refuse.
-func knownKind(kind Kind) bool { return kind == "" || slices.Contains(kinds, kind) }
+// versioned is a wire struct that carries the format version.
+type versioned interface{ version() int }
 
-// knownState is knownKind for a card's state.
-func knownState(state State) bool { return state == "" || slices.Contains(states, state) }
+func (w *outcomeWire) version() int { return w.V }
+func (w *cardWire) version() int    { return w.V }
+
+// decodeVersioned decodes data strictly into w and checks its version.
+// Input from a newer writer fails the strict decode on what it added; its
+// header, read leniently then, says what it is: a newer version, or what
+// check refuses (an unknown kind or state). Reading the header only then
+// keeps the common case to one decode: every workflow task that takes a
+// tool's result decodes an outcome.
+func decodeVersioned(data []byte, w versioned, check func(header) error) error {
+	if err := decodeOne(data, w, true); err != nil {
+		h, herr := readHeader(data)
+		if herr != nil {
+			return herr
+		}
+		if cerr := check(h); cerr != nil {
+			return cerr
+		}
+		return err
+	}
+	return checkVersion(w.version())
+}
+
+// checkKind refuses a kind this build does not know; an absent kind is
+// for Validate to refuse.
+func checkKind(kind Kind) error {
+	if kind != "" && !slices.Contains(kinds, kind) {
+		return fmt.Errorf("unknown outcome kind %q", kind)
+	}
+	return nil
+}
+
+// checkState is checkKind for a card's state.
+func checkState(state State) error {
+	if state != "" && !slices.Contains(states, state) {
+		return fmt.Errorf("unknown card state %q", state)
+	}
+	return nil
+}
 
 // decodeOne decodes the single JSON value in data. Strict mode rejects
 // unknown fields so that a typo or a field from a newer writer is noticed
