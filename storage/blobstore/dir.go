@@ -136,12 +136,6 @@ func (s *Store) putPooled(f *os.File, p string, data []byte, durable bool, intac
 	return true, nil
 }
 
-// dirMissing says whether path's directory is not there.
-func dirMissing(path string) bool {
-	_, err := os.Stat(filepath.Dir(path))
-	return errors.Is(err, fs.ErrNotExist)
-}
-
 // replaceFile writes data beside p and renames it over p, so that readers
 // of p see the old file or the new one, never a part.
 func (s *Store) replaceFile(p string, data []byte, durable bool) error {

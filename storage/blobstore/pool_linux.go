@@ -2,7 +2,9 @@ package blobstore
 
 import (
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 
@@ -109,6 +111,12 @@ func (p *filePool) link(f *os.File, path string) error {
 	}
 	p.turnOff()
 	return errPoolOff
+}
+
+// dirMissing says whether path's directory is not there.
+func dirMissing(path string) bool {
+	_, err := os.Stat(filepath.Dir(path))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // errPoolOff says a pooled file could not be used; the caller creates the
