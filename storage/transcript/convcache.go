@@ -61,6 +61,11 @@ func (c *convCache) get(id string) (*conv, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.lookup(id)
+}
+
+// lookup is get for callers that hold mu.
+func (c *convCache) lookup(id string) (*conv, bool) {
 	if v, ok := c.convs.get(id); ok {
 		return v, true
 	}
@@ -117,10 +122,8 @@ func (c *convCache) seed(prev, id string, msgs []results.Message, bytes int64) {
 	var base *conv
 	if prev != "" {
 		var ok bool
-		if base, ok = c.convs.get(prev); !ok {
-			if base, ok = c.recent.get(prev); !ok {
-				return
-			}
+		if base, ok = c.lookup(prev); !ok {
+			return
 		}
 		next.chunks, next.bytes = base.chunks+1, base.bytes+bytes
 	}
