@@ -45,7 +45,7 @@ func (p *filePool) take() *os.File {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.filling && !p.off {
+	if !p.filling && !p.off && len(p.ready) < cap(p.ready) {
 		p.filling = true
 		go p.fill()
 	}
