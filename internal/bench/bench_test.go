@@ -3,10 +3,25 @@ package bench
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
+
+// gated skips a gated measurement unless the environment variable gate is
+// set, saying what setting it measures, and returns the count the variable
+// count gives: def when it is unset or not a positive number.
+func gated(t *testing.T, gate, what, count string, def int) int {
+	t.Helper()
+	if os.Getenv(gate) == "" {
+		t.Skipf("set %s=1 to measure %s", gate, what)
+	}
+	if n, err := strconv.Atoi(os.Getenv(count)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
 
 func TestMain(m *testing.M) {
 	// The parked-turn benchmark re-executes this binary as its worker.

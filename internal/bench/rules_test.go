@@ -2,8 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -18,13 +16,7 @@ import (
 //
 //	TOLLGATE_BENCH_RULES=1 go test -run TestRulesRow1b -v ./internal/bench/
 func TestRulesRow1b(t *testing.T) {
-	if os.Getenv("TOLLGATE_BENCH_RULES") == "" {
-		t.Skip("set TOLLGATE_BENCH_RULES=1 to measure row 1b with 100 approval rules")
-	}
-	rounds := 3
-	if n, err := strconv.Atoi(os.Getenv("TOLLGATE_BENCH_RULES_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
+	rounds := gated(t, "TOLLGATE_BENCH_RULES", "row 1b with 100 approval rules", "TOLLGATE_BENCH_RULES_ROUNDS", 3)
 	var off, on []time.Duration
 	var ratios []float64
 	for round := range rounds {

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -20,13 +18,7 @@ import (
 //
 //	TOLLGATE_BENCH_STREAMING=1 go test -run TestStreamingRow1b -v ./internal/bench/
 func TestStreamingRow1b(t *testing.T) {
-	if os.Getenv("TOLLGATE_BENCH_STREAMING") == "" {
-		t.Skip("set TOLLGATE_BENCH_STREAMING=1 to measure row 1b with streaming on")
-	}
-	reps := DefaultConfig().CallReps
-	if n, err := strconv.Atoi(os.Getenv("TOLLGATE_BENCH_STREAMING_REPS")); err == nil && n > 0 {
-		reps = n
-	}
+	reps := gated(t, "TOLLGATE_BENCH_STREAMING", "row 1b with streaming on", "TOLLGATE_BENCH_STREAMING_REPS", DefaultConfig().CallReps)
 	nats, err := stream.StartEmbedded(t.TempDir(), 0)
 	require.NoError(t, err)
 	t.Cleanup(nats.Shutdown)
