@@ -23,9 +23,12 @@ func TestMarkedFindsKillsAndBuriesAProcess(t *testing.T) {
 	require.Equal(t, []int{cmd.Process.Pid}, Marked(marker))
 
 	KillMarked(marker)
-	// Killed but not yet reaped: a zombie, which counts as dead.
+	// Killed but not yet reaped: a zombie, which counts as dead. The
+	// kernel drops a dying process's argv before it turns zombie, so the
+	// marker can be gone while the process is still exiting: wait for
+	// both.
 	require.Eventually(t, func() bool { return len(Marked(marker)) == 0 }, 5*time.Second, 10*time.Millisecond)
-	require.False(t, Alive(cmd.Process.Pid))
+	require.Eventually(t, func() bool { return !Alive(cmd.Process.Pid) }, 5*time.Second, 10*time.Millisecond)
 	_ = cmd.Wait()
 	require.Empty(t, Listed(marker))
 }
