@@ -16,13 +16,26 @@ import (
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
-// progress moves the fake through states on a timer, as a worker would.
+// progress moves the fake through states about 20 ms apart, as a worker
+// would, once the state before has been read.
 func progress(f *fakeTurns, steps ...func(f *fakeTurns)) {
 	go func() {
+		read := 0
 		for _, step := range steps {
 			time.Sleep(20 * time.Millisecond)
+			// Each state is read at least once before the next replaces
+			// it, however slowly a loaded machine runs the reader.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				f.mu.Lock()
+				n := len(f.runIDs)
+				f.mu.Unlock()
+				if n > read {
+					break
+				}
+			}
 			f.mu.Lock()
 			step(f)
+			read = len(f.runIDs)
 			f.mu.Unlock()
 		}
 	}()
