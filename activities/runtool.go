@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -174,28 +175,33 @@ func runRecovered(ctx context.Context, t tool.Tool, call tool.Call) (out results
 }
 
 // heartbeat reports liveness so that a lost worker is noticed within the
-// heartbeat timeout rather than the whole start-to-close timeout.
+// heartbeat timeout rather than the whole start-to-close timeout. It runs
+// on a timer rather than a goroutine of its own: stopping it is a lock,
+// not a wait for another goroutine to be scheduled, which a busy worker
+// would add to every model call.
 func heartbeat(ctx context.Context, every time.Duration) func() {
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				activity.RecordHeartbeat(ctx)
-			}
+	var mu sync.Mutex
+	stopped := false
+	var beat *time.Timer
+	// Under the lock, so that no heartbeat is sent after the activity has
+	// returned its result: stop waits for a beat under way.
+	mu.Lock()
+	defer mu.Unlock()
+	beat = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || ctx.Err() != nil {
+			return
 		}
-	}()
-	// Wait for the goroutine so that no heartbeat is sent after the
-	// activity has returned its result.
-	return func() { close(done); <-exited }
+		activity.RecordHeartbeat(ctx)
+		beat.Reset(every)
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		beat.Stop()
+	}
 }
 
 func (a *Activities) workDir(rel string) (string, error) {

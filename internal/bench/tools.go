@@ -88,8 +88,8 @@ func (e *Env) ScriptWindow(steps, calls int, toolName string, args any, window i
 	}
 	s := scripted.Script{ContextTokens: window}
 	if steps > 0 {
-		// One reply played steps times: the provider parses the script at
-		// every call, so its size must not grow with the turn's.
+		// One reply played steps times: the script's size must not grow
+		// with the turn's, which a parse after each edit would pay for.
 		r := scripted.Reply{Repeat: steps}
 		for j := 0; j < calls; j++ {
 			r.ToolCalls = append(r.ToolCalls, scripted.ToolCall{Name: toolName, Arguments: raw})

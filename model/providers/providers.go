@@ -187,6 +187,7 @@ type Router struct {
 	vertex    *gemini.Provider
 	bedrock   *bedrock.Provider
 	native    *ollama.Provider
+	scripts   *scripted.Scripts
 }
 
 // NewRouter builds the network providers once; their clients are safe to
@@ -208,6 +209,7 @@ func NewRouter(cfg Config) *Router {
 		vertex:  gemini.New(gemini.Config{Vertex: true, Project: cfg.VertexProject, Location: cfg.VertexLocation, BaseURL: cfg.VertexBaseURL, Transport: cfg.HTTPClient.Transport}),
 		bedrock: bedrock.New(bedrock.Config{Region: cfg.BedrockRegion, BaseURL: cfg.BedrockBaseURL, HTTPClient: cfg.HTTPClient}),
 		native:  ollama.New(ollama.Config{BaseURL: strings.TrimSuffix(strings.TrimRight(cfg.OllamaBaseURL, "/"), "/v1"), HTTPClient: cfg.HTTPClient}),
+		scripts: scripted.NewScripts(cfg.ScriptDir),
 	}
 }
 
@@ -262,7 +264,7 @@ func (r *Router) Resolve(s string) (model.Provider, string, error) {
 	case "ollama-native":
 		return r.native, name, nil
 	case "scripted":
-		script, err := scripted.Open(name, r.cfg.ScriptDir)
+		p, err := r.scripts.Provider(name)
 		if err != nil {
 			msg := err.Error()
 			if errors.Is(err, scripted.ErrNotAllowed) && r.cfg.ScriptDir == "" {
@@ -270,7 +272,7 @@ func (r *Router) Resolve(s string) (model.Provider, string, error) {
 			}
 			return nil, "", &model.Error{Message: msg}
 		}
-		return scripted.New(script), name, nil
+		return p, name, nil
 	}
 	return nil, "", &model.Error{Message: fmt.Sprintf("model %q: unknown provider %q; use openai, ollama, anthropic, responses, gemini, vertex, bedrock, ollama-native or scripted%s", s, prefix, r.customHint())}
 }

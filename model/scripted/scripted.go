@@ -77,6 +77,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -189,27 +190,56 @@ func Open(ref, dir string) (*Script, error) {
 	if !strings.ContainsAny(ref, `/\`) && !strings.HasSuffix(ref, ".json") {
 		return Builtin(ref)
 	}
+	s, _, err := openFile(ref, dir, nil)
+	return s, err
+}
+
+// openFile reads and parses the script file ref names beneath dir, and
+// returns it with the file's FileInfo. With known, the FileInfo of the
+// same file read before, it returns a nil script if the file is still
+// that one, unread.
+func openFile(ref, dir string, known fs.FileInfo) (*Script, fs.FileInfo, error) {
 	if dir == "" {
-		return nil, fmt.Errorf("script %q: %w: no scripts directory is configured, so only the built-in scripts (%s) may be used",
+		return nil, nil, fmt.Errorf("script %q: %w: no scripts directory is configured, so only the built-in scripts (%s) may be used",
 			ref, ErrNotAllowed, strings.Join(Builtins(), ", "))
 	}
 	rel, err := beneath(ref, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("read script %q: open the scripts directory: %w", ref, err)
+		return nil, nil, fmt.Errorf("read script %q: open the scripts directory: %w", ref, err)
 	}
 	defer root.Close()
-	data, err := root.ReadFile(rel)
+	f, err := root.Open(rel)
 	if err != nil {
 		if escapes(err) {
-			return nil, fmt.Errorf("script %q: %w: it leads out of the scripts directory through a symbolic link", ref, ErrNotAllowed)
+			return nil, nil, fmt.Errorf("script %q: %w: it leads out of the scripts directory through a symbolic link", ref, ErrNotAllowed)
 		}
-		return nil, fmt.Errorf("read script %q: %w", ref, err)
+		return nil, nil, fmt.Errorf("read script %q: %w", ref, err)
 	}
-	return Parse(ref, data)
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read script %q: %w", ref, err)
+	}
+	if known != nil && unchanged(known, info) {
+		return nil, info, nil
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read script %q: %w", ref, err)
+	}
+	s, err := Parse(ref, data)
+	return s, info, err
+}
+
+// unchanged says whether now is the file was describes, with the same
+// size and modification time: an edit in place or a new file under the
+// name changes one of them.
+func unchanged(was, now fs.FileInfo) bool {
+	return os.SameFile(was, now) && was.Size() == now.Size() && was.ModTime().Equal(now.ModTime())
 }
 
 // beneath returns ref as a path relative to dir, or an error if it is not

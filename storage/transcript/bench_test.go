@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"gocloud.dev/blob/memblob"
 
@@ -66,5 +67,27 @@ func step(i int) []results.Message {
 	return []results.Message{
 		{Role: results.RoleTool, ToolCallID: fmt.Sprintf("call_%d", i), ToolName: "blob", Parts: []results.Part{results.TextPart(strings.Repeat("x", 512))}},
 		{Role: results.RoleAssistant, ToolCalls: []results.ToolCall{{ID: fmt.Sprintf("call_%d", i+1), Name: "blob", Arguments: `{"bytes":512}`}}},
+	}
+}
+
+// BenchmarkAppendPaced is BenchmarkAppend with a pause between appends,
+// as between a turn's model calls: the directory store's files created
+// ahead are ready, as they are for a model call.
+func BenchmarkAppendPaced(b *testing.B) {
+	s, err := NewStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	head := ""
+	i := 0
+	for b.Loop() {
+		i++
+		msgs := step(i)
+		if head, err = s.Append(head, msgs); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		time.Sleep(time.Millisecond)
+		b.StartTimer()
 	}
 }

@@ -1,0 +1,106 @@
+package scripted
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-dev/tollgate/model"
+	"github.com/tollgate-dev/tollgate/results"
+)
+
+func reply(t *testing.T, p *Provider) string {
+	t.Helper()
+	resp, err := p.Complete(t.Context(), model.Request{Messages: []results.Message{results.UserText("hi")}})
+	require.NoError(t, err)
+	return resp.Message.Parts[0].Text
+}
+
+// A worker's scripts are parsed once and played until their file
+// changes, whichever way it changes.
+func TestScriptsPlayAFileUntilItChanges(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.json")
+	write := func(text string) {
+		require.NoError(t, os.WriteFile(file, []byte(`{"replies":[{"text":"`+text+`"}]}`), 0o600))
+	}
+	write("one")
+	s := NewScripts(dir)
+
+	first, err := s.Provider("s.json")
+	require.NoError(t, err)
+	require.Equal(t, "one", reply(t, first))
+	again, err := s.Provider("s.json")
+	require.NoError(t, err)
+	require.Same(t, first, again, "an unchanged file is not parsed again")
+
+	// Edited in place, to a text of another length.
+	write("three")
+	edited, err := s.Provider("s.json")
+	require.NoError(t, err)
+	require.Equal(t, "three", reply(t, edited))
+
+	// Edited in place to the same length: the modification time tells.
+	write("seven")
+	later := time.Now().Add(time.Minute)
+	require.NoError(t, os.Chtimes(file, later, later))
+	sameSize, err := s.Provider("s.json")
+	require.NoError(t, err)
+	require.Equal(t, "seven", reply(t, sameSize))
+
+	// Replaced by another file of the same size and time.
+	info, err := os.Stat(file)
+	require.NoError(t, err)
+	other := filepath.Join(dir, "other.json")
+	require.NoError(t, os.WriteFile(other, []byte(`{"replies":[{"text":"eight"}]}`), 0o600))
+	require.NoError(t, os.Chtimes(other, info.ModTime(), info.ModTime()))
+	require.NoError(t, os.Rename(other, file))
+	replaced, err := s.Provider("s.json")
+	require.NoError(t, err)
+	require.Equal(t, "eight", reply(t, replaced))
+
+	// Removed: the script is gone, not played from memory.
+	require.NoError(t, os.Remove(file))
+	_, err = s.Provider("s.json")
+	require.ErrorContains(t, err, "read script")
+}
+
+// The confinement rule holds at every call, not only the first: a file
+// played once and then swapped for a link out of the directory is refused.
+func TestScriptsConfineEveryCall(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "scripts")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	script := []byte(`{"replies":[{"text":"hi"}]}`)
+	outside := filepath.Join(base, "outside.json")
+	require.NoError(t, os.WriteFile(outside, script, 0o600))
+	file := filepath.Join(dir, "s.json")
+	require.NoError(t, os.WriteFile(file, script, 0o600))
+	s := NewScripts(dir)
+
+	_, err := s.Provider("s.json")
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(file))
+	require.NoError(t, os.Symlink(outside, file))
+	_, err = s.Provider("s.json")
+	require.ErrorIs(t, err, ErrNotAllowed)
+
+	_, err = s.Provider("../outside.json")
+	require.ErrorIs(t, err, ErrNotAllowed)
+}
+
+func TestScriptsPlayBuiltins(t *testing.T) {
+	s := NewScripts("")
+	p, err := s.Provider("demo")
+	require.NoError(t, err)
+	again, err := s.Provider("demo")
+	require.NoError(t, err)
+	require.Same(t, p, again)
+	_, err = s.Provider("nosuch")
+	require.ErrorContains(t, err, `no built-in script "nosuch"`)
+	_, err = s.Provider("s.json")
+	require.ErrorIs(t, err, ErrNotAllowed)
+}
