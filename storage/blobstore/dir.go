@@ -46,6 +46,7 @@ func (s *Store) readFile(key string) ([]byte, error) {
 // same blob replaces.
 func (s *Store) putFile(key string, data []byte, durable bool, intact func([]byte) bool) error {
 	p := s.path(key)
+	defer s.pool.refill()
 	if f := s.pool.take(); f != nil {
 		if stored, err := s.putPooled(f, p, data, durable, intact); stored || err != nil {
 			return err
@@ -94,17 +95,12 @@ func (s *Store) putFile(key string, data []byte, durable bool, intact func([]byt
 // intact blob is there already, it writes f and links it as p. stored is
 // false, with no error, when the pool turned out unusable here: nothing
 // was stored, and the caller creates p itself.
+//
+// f is written and linked first, and p read only if its name is taken: a
+// new blob is the common case, and one stored before (an activity retry,
+// another writer of the same bytes) the rare one, which costs a written
+// file thrown away.
 func (s *Store) putPooled(f *os.File, p string, data []byte, durable bool, intact func([]byte) bool) (stored bool, err error) {
-	old, err := os.ReadFile(p)
-	switch {
-	case err == nil && intact(old):
-		s.pool.giveBack(f)
-		return true, nil
-	case !errors.Is(err, fs.ErrNotExist):
-		// Torn, or not a file: replaced whole, or the rename says why not.
-		s.pool.giveBack(f)
-		return true, s.replaceFile(p, data, durable)
-	}
 	if err := writeSync(f, data, durable); err != nil {
 		_ = f.Close()
 		return true, err
@@ -116,14 +112,19 @@ func (s *Store) putPooled(f *os.File, p string, data []byte, durable bool, intac
 			err = s.pool.link(f, p)
 		}
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		// Written, and synced when durable: closing it can no longer
+		// lose what it holds, so the put does not wait for it.
+		s.pool.retire(f)
+	} else {
+		_ = f.Close()
 	}
 	switch {
 	case errors.Is(err, errPoolOff):
 		return false, nil
 	case errors.Is(err, fs.ErrExist):
-		// Another writer of the same bytes was first.
+		// Stored before, or by another writer of the same bytes: kept
+		// if whole, else written again beside and renamed over.
 		if old, rerr := os.ReadFile(p); rerr == nil && intact(old) {
 			return true, nil
 		}

@@ -19,8 +19,9 @@ func poolFull(t *testing.T, dir string) (*Store, map[uint64]bool) {
 	s, err := OpenDir(dir, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
-	// The first take starts the pool; it has nothing to give yet.
+	// The pool starts empty and fills once asked to.
 	require.Nil(t, s.pool.take())
+	s.pool.refill()
 	require.Eventually(t, func() bool { return len(s.pool.ready) == poolSize }, 5*time.Second, time.Millisecond)
 	inodes := map[uint64]bool{}
 	for range poolSize {
@@ -81,8 +82,7 @@ func TestNewBlobsAreFilesCreatedAhead(t *testing.T) {
 	}
 }
 
-// An intact blob keeps its file and the pooled file goes back unused; a
-// torn one is replaced whole.
+// An intact blob keeps its file; a torn one is replaced whole.
 func TestPooledPutOfAStoredBlob(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := poolFull(t, dir)
@@ -94,7 +94,6 @@ func TestPooledPutOfAStoredBlob(t *testing.T) {
 	_, err = s.Put(t.Context(), testSpace, []byte("payload"))
 	require.NoError(t, err)
 	require.Equal(t, before, inode(t, path), "an intact blob is not written again")
-	require.Len(t, s.pool.ready, poolSize, "the unused file went back to the pool")
 
 	require.NoError(t, os.WriteFile(path, []byte("pay"), 0o600))
 	_, err = s.Put(t.Context(), testSpace, []byte("payload"))
@@ -121,9 +120,42 @@ func TestFailedPooledWriteLeavesNothing(t *testing.T) {
 // more.
 func TestClosedStorePoolsNothing(t *testing.T) {
 	s, _ := poolFull(t, t.TempDir())
+	_, err := s.Put(t.Context(), testSpace, []byte("linked"))
+	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	require.Empty(t, s.pool.ready)
+	s.pool.mu.Lock()
+	require.Empty(t, s.pool.retired, "the files linked as blobs are closed too")
+	s.pool.mu.Unlock()
 	require.Nil(t, s.pool.take())
+	s.pool.refill()
 	time.Sleep(20 * time.Millisecond)
 	require.Empty(t, s.pool.ready)
+}
+
+// A file linked as a blob is closed on the pool's goroutine, not left
+// open: a worker would run out of descriptors.
+func TestLinkedFilesAreClosed(t *testing.T) {
+	s, _ := poolFull(t, t.TempDir())
+	var linked []*os.File
+	for range poolSize {
+		f := <-s.pool.ready
+		linked = append(linked, f)
+		s.pool.ready <- f
+	}
+	// The pool hands its files out in order, ahead of those it makes
+	// after.
+	for i := range poolSize {
+		_, err := s.Put(t.Context(), testSpace, []byte(fmt.Sprintf("blob %d", i)))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		s.pool.mu.Lock()
+		defer s.pool.mu.Unlock()
+		return len(s.pool.retired) == 0 && !s.pool.filling
+	}, 5*time.Second, time.Millisecond)
+	for _, f := range linked {
+		_, err := f.Stat()
+		require.ErrorIs(t, err, os.ErrClosed)
+	}
 }
