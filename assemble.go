@@ -75,6 +75,10 @@ func newActivities(cfg Options, blobs *blobstore.Store) (*activities.Activities,
 	if convs == 0 {
 		convs = conversationCacheBytes
 	}
+	// Every model call stores a chunk: its directory should be there.
+	if err := blobs.Prepare(transcript.Space); err != nil {
+		return nil, fmt.Errorf("tollgate: %w", err)
+	}
 	transcripts := transcript.New(blobs, transcript.Options{CacheBytes: cached, ConversationBytes: convs})
 	outputs := payloadstore.NewDriver(blobs)
 	return &activities.Activities{
