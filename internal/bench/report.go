@@ -204,6 +204,8 @@ const (
 	// workflow's activity; LoopCallGoal 1b, a call with activity tools
 	// against the bare loop's.
 	LocalCallGoal, LoopCallGoal = 1.25, 1.05
+	// StreamingCallGoal bounds 1b with streaming on (TestStreamingRow1b).
+	StreamingCallGoal = 1.08
 	// ThroughputGoal is the least ratio of 4a and 4b, DrainGoal of 3d.
 	ThroughputGoal, DrainGoal = 0.8, 0.8
 	// HeapGoal bounds 3a, a cached parked turn's heap against bare's.

@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/tollgate-dev/tollgate/policy"
 )
@@ -11,26 +10,19 @@ import (
 // Row 1b with a 100-rule approval policy: the same turns on a worker
 // whose rules decide every call (99 that do not match, then an allow),
 // against the same worker without rules, each on a server of its own,
-// alternating so that drift on a shared machine falls on both sides.
-// Gated: set TOLLGATE_BENCH_RULES=1 (and TOLLGATE_BENCH_RULES_ROUNDS).
+// the two run in turn so that drift on a shared machine falls on both
+// sides. Gated: set TOLLGATE_BENCH_RULES=1 (and TOLLGATE_BENCH_RULES_REPS).
 //
 //	TOLLGATE_BENCH_RULES=1 go test -run TestRulesRow1b -v ./internal/bench/
 func TestRulesRow1b(t *testing.T) {
-	rounds := gated(t, "TOLLGATE_BENCH_RULES", "row 1b with 100 approval rules", "TOLLGATE_BENCH_RULES_ROUNDS", 3)
-	var off, on []time.Duration
-	var ratios []float64
-	for round := range rounds {
-		var perCall [2]time.Duration
-		for i, rules := range [][]policy.Rule{nil, hundredRules()} {
-			r := runRow1b(t, Options{Rules: rules}, DefaultConfig().CallReps)
-			perCall[i] = r.PerCall
-			t.Logf("round %d, rules %v: per call %s, ratio to the bare loop %.3f", round, rules != nil, r.PerCall, r.RatioLoop)
-		}
-		off, on = append(off, perCall[0]), append(on, perCall[1])
-		ratios = append(ratios, ratio(float64(perCall[1]), float64(perCall[0])))
+	reps := gated(t, "TOLLGATE_BENCH_RULES", "row 1b with 100 approval rules", "TOLLGATE_BENCH_RULES_REPS", DefaultConfig().CallReps)
+	sides := pairedRow1b(t, []Options{{}, {Rules: hundredRules()}}, reps)
+	for k, s := range sides {
+		turn, bare := s.perCall()
+		t.Logf("rules %v: per call %s (bare loop %s), ratio to the bare loop %.3f", k == 1, turn, bare, MedianFloat(s.ratios()))
 	}
-	t.Logf("per call without rules %s, with 100 rules %s; ratios per round %.3f; median %.3f (goal %.2f)",
-		Median(off), Median(on), ratios, MedianFloat(ratios), LoopCallGoal)
+	t.Logf("with 100 rules against without, repetition by repetition: median %.3f (goal %.2f)",
+		MedianFloat(repRatios(sides[1].turns, sides[0].turns)), LoopCallGoal)
 }
 
 // hundredRules decide the benchmark's no-op tool: 99 require_approval
