@@ -49,7 +49,10 @@ func pairedRow1b(t *testing.T, opts []Options, reps int) []*row1bSide {
 		for j := range sides {
 			s := sides[(i+1+j)%len(sides)]
 			runs := []func() error{
-				func() error { _, err := s.env.RunTurn(ctx, id("paired-turn"), TurnInput(s.model, n, false)); return err },
+				func() error {
+					_, err := s.env.RunTurn(ctx, id("paired-turn"), TurnInput(s.model, n, false))
+					return err
+				},
 				func() error { return s.env.RunBare(ctx, id("paired-loop"), BareLoopName, n) },
 			}
 			var got [2]time.Duration
