@@ -2,7 +2,6 @@ package scripted
 
 import (
 	"io/fs"
-	"strings"
 	"sync"
 )
 
@@ -38,15 +37,15 @@ func (s *Scripts) Provider(ref string) (*Provider, error) {
 	s.mu.Lock()
 	known, ok := s.played[ref]
 	s.mu.Unlock()
-	builtin := !strings.ContainsAny(ref, `/\`) && !strings.HasSuffix(ref, ".json")
-	if ok && builtin {
+	isBuiltin := builtin(ref)
+	if ok && isBuiltin {
 		return known.provider, nil
 	}
 	var script *Script
 	var file fs.FileInfo
 	var err error
-	if builtin {
-		script, err = Open(ref, s.dir)
+	if isBuiltin {
+		script, err = Builtin(ref)
 	} else {
 		script, file, err = openFile(ref, s.dir, known.file)
 		if err == nil && script == nil {

@@ -187,11 +187,17 @@ var ErrNotAllowed = errors.New("script file not allowed")
 // built-ins may be named. The file is opened through an os.Root on dir,
 // so neither ".." nor a symbolic link leads out of it.
 func Open(ref, dir string) (*Script, error) {
-	if !strings.ContainsAny(ref, `/\`) && !strings.HasSuffix(ref, ".json") {
+	if builtin(ref) {
 		return Builtin(ref)
 	}
 	s, _, err := openFile(ref, dir, nil)
 	return s, err
+}
+
+// builtin says whether ref names a built-in script: no slash and no
+// ".json" suffix.
+func builtin(ref string) bool {
+	return !strings.ContainsAny(ref, `/\`) && !strings.HasSuffix(ref, ".json")
 }
 
 // openFile reads and parses the script file ref names beneath dir, and

@@ -26,7 +26,7 @@ func (s *Store) path(key string) string {
 }
 
 // Prepare creates the directories a directory store keeps sp's blobs in,
-// the 256 its names fan out to, so that storing the space's first blobs
+// one for each first two hex digits of a sum (Space.Key), so that storing the space's first blobs
 // does not also create their directories. On a fresh data directory that
 // was most of what a model call's transcript chunk cost, for its first
 // thousand or so calls: on a busy worker one directory took hundreds of

@@ -18,18 +18,34 @@ import (
 // back, the directory store's files created ahead run out, and most
 // appends create their own file as a model call then would.
 func BenchmarkAppend(b *testing.B) {
+	b.ReportAllocs()
+	benchAppend(b, 0)
+}
+
+// BenchmarkAppendPaced is BenchmarkAppend with a pause between appends,
+// as between a turn's model calls: the directory store's files created
+// ahead are ready, as they are for a model call. It reports no
+// allocations: counting them reads memory statistics at every pause.
+func BenchmarkAppendPaced(b *testing.B) { benchAppend(b, time.Millisecond) }
+
+// benchAppend appends steps to one chain, pausing between appends with
+// the timer stopped.
+func benchAppend(b *testing.B, pause time.Duration) {
 	s, err := NewStore(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	head := ""
 	i := 0
-	b.ReportAllocs()
 	for b.Loop() {
 		i++
-		msgs := step(i)
-		if head, err = s.Append(head, msgs); err != nil {
+		if head, err = s.Append(head, step(i)); err != nil {
 			b.Fatal(err)
+		}
+		if pause > 0 {
+			b.StopTimer()
+			time.Sleep(pause)
+			b.StartTimer()
 		}
 	}
 }
@@ -67,27 +83,5 @@ func step(i int) []results.Message {
 	return []results.Message{
 		{Role: results.RoleTool, ToolCallID: fmt.Sprintf("call_%d", i), ToolName: "blob", Parts: []results.Part{results.TextPart(strings.Repeat("x", 512))}},
 		{Role: results.RoleAssistant, ToolCalls: []results.ToolCall{{ID: fmt.Sprintf("call_%d", i+1), Name: "blob", Arguments: `{"bytes":512}`}}},
-	}
-}
-
-// BenchmarkAppendPaced is BenchmarkAppend with a pause between appends,
-// as between a turn's model calls: the directory store's files created
-// ahead are ready, as they are for a model call.
-func BenchmarkAppendPaced(b *testing.B) {
-	s, err := NewStore(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	head := ""
-	i := 0
-	for b.Loop() {
-		i++
-		msgs := step(i)
-		if head, err = s.Append(head, msgs); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		time.Sleep(time.Millisecond)
-		b.StartTimer()
 	}
 }
