@@ -11,18 +11,30 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// limitFileSize makes every write past n bytes into a regular file fail
-// (EFBIG; the Go runtime ignores SIGXFSZ), as a full disk fails one, until
-// the test ends. The limit is process-wide: tests using it do not run in
-// parallel.
-func limitFileSize(t *testing.T, n uint64) {
+// fileSizeLimit is where limitFileSize makes writes fail. It is well
+// above the size of the test binary's own log of file accesses (tens of
+// KiB for this package), which the go command has it write under the same
+// process-wide limit: a lower limit failed that log's writes, and with
+// them the package, once its paths grew long enough.
+const fileSizeLimit = 4 << 20
+
+// limitFileSize makes every write past fileSizeLimit bytes into a regular
+// file fail (EFBIG; the Go runtime ignores SIGXFSZ), as a full disk fails
+// one, until the test ends. The limit is process-wide: tests using it do
+// not run in parallel.
+func limitFileSize(t *testing.T) {
 	t.Helper()
 	var old syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
 	lim := old
-	lim.Cur = n
+	lim.Cur = fileSizeLimit
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim))
 	t.Cleanup(func() { require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old)) })
+}
+
+// tooLarge is a blob whose write fails part way under limitFileSize.
+func tooLarge() []byte {
+	return bytes.Repeat([]byte("0123456789abcdef"), (fileSizeLimit+256<<10)/16)
 }
 
 // A write that fails part way (a full disk) leaves nothing under the
@@ -35,11 +47,11 @@ func TestFailedWriteLeavesNothingUnderTheKey(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	ctx := context.Background()
-	data := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB
+	data := tooLarge()
 
 	for _, sp := range []Space{testSpace, durable} {
 		t.Run(sp.Prefix, func(t *testing.T) {
-			limitFileSize(t, 64<<10)
+			limitFileSize(t)
 			_, err := s.Put(ctx, sp, data)
 			require.Error(t, err)
 			require.ErrorIs(t, err, syscall.EFBIG)

@@ -1,7 +1,6 @@
 package blobstore
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -108,8 +107,8 @@ func TestPooledPutOfAStoredBlob(t *testing.T) {
 func TestFailedPooledWriteLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := poolFull(t, dir)
-	limitFileSize(t, 64<<10)
-	_, err := s.Put(t.Context(), testSpace, bytes.Repeat([]byte("x"), 256<<10))
+	limitFileSize(t)
+	_, err := s.Put(t.Context(), testSpace, tooLarge())
 	require.ErrorIs(t, err, syscall.EFBIG)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
