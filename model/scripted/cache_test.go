@@ -68,6 +68,35 @@ func TestScriptsPlayAFileUntilItChanges(t *testing.T) {
 	require.ErrorContains(t, err, "read script")
 }
 
+// The scripts directory is held open between calls; one moved aside and
+// replaced under its name is the new one, whose scripts are played.
+func TestScriptsFollowAReplacedDirectory(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "scripts")
+	write := func(text string) {
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "s.json"), []byte(`{"replies":[{"text":"`+text+`"}]}`), 0o600))
+	}
+	write("old")
+	s := NewScripts(dir)
+	p, err := s.Provider("s.json")
+	require.NoError(t, err)
+	require.Equal(t, "old", reply(t, p))
+	again, err := s.Provider("s.json")
+	require.NoError(t, err)
+	require.Same(t, p, again)
+
+	require.NoError(t, os.Rename(dir, filepath.Join(base, "scripts.old")))
+	write("new")
+	p, err = s.Provider("s.json")
+	require.NoError(t, err)
+	require.Equal(t, "new", reply(t, p))
+
+	require.NoError(t, os.RemoveAll(dir))
+	_, err = s.Provider("s.json")
+	require.ErrorContains(t, err, "read script")
+}
+
 // The confinement rule holds at every call, not only the first: a file
 // played once and then swapped for a link out of the directory is refused.
 func TestScriptsConfineEveryCall(t *testing.T) {
@@ -103,4 +132,17 @@ func TestScriptsPlayBuiltins(t *testing.T) {
 	require.ErrorContains(t, err, `no built-in script "nosuch"`)
 	_, err = s.Provider("s.json")
 	require.ErrorIs(t, err, ErrNotAllowed)
+}
+
+// BenchmarkScriptsFile is what a model call pays to find its script file
+// unchanged.
+func BenchmarkScriptsFile(b *testing.B) {
+	dir := b.TempDir()
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "s.json"), []byte(`{"replies":[{"text":"hi"}]}`), 0o600))
+	s := NewScripts(dir)
+	for b.Loop() {
+		if _, err := s.Provider("s.json"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
