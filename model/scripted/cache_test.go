@@ -19,48 +19,51 @@ func reply(t *testing.T, p *Provider) string {
 	return resp.Message.Parts[0].Text
 }
 
+// writeScript writes a script replying text as path.
+func writeScript(t testing.TB, path, text string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(`{"replies":[{"text":"`+text+`"}]}`), 0o600))
+}
+
+// played resolves ref and checks that its provider replies want.
+func played(t *testing.T, s *Scripts, ref, want string) *Provider {
+	t.Helper()
+	p, err := s.Provider(ref)
+	require.NoError(t, err)
+	require.Equal(t, want, reply(t, p))
+	return p
+}
+
 // A worker's scripts are parsed once and played until their file
 // changes, whichever way it changes.
 func TestScriptsPlayAFileUntilItChanges(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.json")
-	write := func(text string) {
-		require.NoError(t, os.WriteFile(file, []byte(`{"replies":[{"text":"`+text+`"}]}`), 0o600))
-	}
+	write := func(text string) { writeScript(t, file, text) }
 	write("one")
 	s := NewScripts(dir)
 
-	first, err := s.Provider("s.json")
-	require.NoError(t, err)
-	require.Equal(t, "one", reply(t, first))
-	again, err := s.Provider("s.json")
-	require.NoError(t, err)
-	require.Same(t, first, again, "an unchanged file is not parsed again")
+	first := played(t, s, "s.json", "one")
+	require.Same(t, first, played(t, s, "s.json", "one"), "an unchanged file is not parsed again")
 
 	// Edited in place, to a text of another length.
 	write("three")
-	edited, err := s.Provider("s.json")
-	require.NoError(t, err)
-	require.Equal(t, "three", reply(t, edited))
+	played(t, s, "s.json", "three")
 
 	// Edited in place to the same length: the modification time tells.
 	write("seven")
 	later := time.Now().Add(time.Minute)
 	require.NoError(t, os.Chtimes(file, later, later))
-	sameSize, err := s.Provider("s.json")
-	require.NoError(t, err)
-	require.Equal(t, "seven", reply(t, sameSize))
+	played(t, s, "s.json", "seven")
 
 	// Replaced by another file of the same size and time.
 	info, err := os.Stat(file)
 	require.NoError(t, err)
 	other := filepath.Join(dir, "other.json")
-	require.NoError(t, os.WriteFile(other, []byte(`{"replies":[{"text":"eight"}]}`), 0o600))
+	writeScript(t, other, "eight")
 	require.NoError(t, os.Chtimes(other, info.ModTime(), info.ModTime()))
 	require.NoError(t, os.Rename(other, file))
-	replaced, err := s.Provider("s.json")
-	require.NoError(t, err)
-	require.Equal(t, "eight", reply(t, replaced))
+	played(t, s, "s.json", "eight")
 
 	// Removed: the script is gone, not played from memory.
 	require.NoError(t, os.Remove(file))
@@ -75,25 +78,19 @@ func TestScriptsFollowAReplacedDirectory(t *testing.T) {
 	dir := filepath.Join(base, "scripts")
 	write := func(text string) {
 		require.NoError(t, os.MkdirAll(dir, 0o700))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "s.json"), []byte(`{"replies":[{"text":"`+text+`"}]}`), 0o600))
+		writeScript(t, filepath.Join(dir, "s.json"), text)
 	}
 	write("old")
 	s := NewScripts(dir)
-	p, err := s.Provider("s.json")
-	require.NoError(t, err)
-	require.Equal(t, "old", reply(t, p))
-	again, err := s.Provider("s.json")
-	require.NoError(t, err)
-	require.Same(t, p, again)
+	old := played(t, s, "s.json", "old")
+	require.Same(t, old, played(t, s, "s.json", "old"), "an unchanged file in the directory held open is not parsed again")
 
 	require.NoError(t, os.Rename(dir, filepath.Join(base, "scripts.old")))
 	write("new")
-	p, err = s.Provider("s.json")
-	require.NoError(t, err)
-	require.Equal(t, "new", reply(t, p))
+	played(t, s, "s.json", "new")
 
 	require.NoError(t, os.RemoveAll(dir))
-	_, err = s.Provider("s.json")
+	_, err := s.Provider("s.json")
 	require.ErrorContains(t, err, "read script")
 }
 
@@ -138,7 +135,7 @@ func TestScriptsPlayBuiltins(t *testing.T) {
 // unchanged.
 func BenchmarkScriptsFile(b *testing.B) {
 	dir := b.TempDir()
-	require.NoError(b, os.WriteFile(filepath.Join(dir, "s.json"), []byte(`{"replies":[{"text":"hi"}]}`), 0o600))
+	writeScript(b, filepath.Join(dir, "s.json"), "hi")
 	s := NewScripts(dir)
 	for b.Loop() {
 		if _, err := s.Provider("s.json"); err != nil {
