@@ -9,8 +9,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/policy"
-	"github.com/tollgate-dev/tollgate/stream"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -31,9 +29,11 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/clientconfig"
 	"github.com/tollgate-dev/tollgate/internal/devserver"
 	"github.com/tollgate-dev/tollgate/model/providers"
+	"github.com/tollgate-dev/tollgate/policy"
 	"github.com/tollgate-dev/tollgate/storage/datadir"
 	"github.com/tollgate-dev/tollgate/storage/payloadstore"
 	"github.com/tollgate-dev/tollgate/storage/transcript"
+	"github.com/tollgate-dev/tollgate/stream"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -64,6 +64,18 @@ type Options struct {
 	// Rules are the Tollgate worker's approval rules: benchmark 1 with a
 	// policy that decides every call.
 	Rules []policy.Rule
+	// Variants are more Tollgate workers on the same server and data
+	// directory, each on a task queue of its own.
+	Variants []Variant
+}
+
+// Variant is a Tollgate worker configured otherwise than Start's own
+// (other live events, other rules), on its own task queue, so that the
+// two are measured against one server and one bare loop.
+type Variant struct {
+	Queue  string
+	Events stream.Publisher
+	Rules  []policy.Rule
 }
 
 // Env is one embedded server, one client and a worker for each side.
@@ -133,7 +145,18 @@ func Start(opts Options) (*Env, error) {
 		tw := worker.New(e.Client, TollgateQueue, topts)
 		bw := worker.New(e.Client, BareQueue, WorkerOptions(e.Stamps))
 		RegisterBare(bw)
-		for _, w := range []worker.Worker{tw, bw} {
+		all := []worker.Worker{tw, bw}
+		for _, v := range opts.Variants {
+			vp, err := newPlugin(e.DataDir, Options{Events: v.Events, Rules: v.Rules})
+			if err != nil {
+				e.Close()
+				return nil, err
+			}
+			vopts := WorkerOptions(e.Stamps)
+			vopts.Plugins = []worker.Plugin{vp}
+			all = append(all, worker.New(e.Client, v.Queue, vopts))
+		}
+		for _, w := range all {
 			if err := w.Start(); err != nil {
 				e.Close()
 				return nil, fmt.Errorf("start worker: %w", err)
@@ -276,7 +299,13 @@ var Repolls atomic.Int64
 
 // StartTurn starts an AgentTurn on the Tollgate queue.
 func (e *Env) StartTurn(ctx context.Context, id string, in workflows.Input) (client.WorkflowRun, error) {
-	return e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: TollgateQueue}, workflows.WorkflowName, Unique(in, id))
+	return e.startTurnOn(ctx, TollgateQueue, id, in)
+}
+
+// startTurnOn starts a turn on a Tollgate worker's queue: Start's own
+// (TollgateQueue) or a variant's.
+func (e *Env) startTurnOn(ctx context.Context, queue, id string, in workflows.Input) (client.WorkflowRun, error) {
+	return e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.WorkflowName, Unique(in, id))
 }
 
 // Unique makes the turn's conversation its own: the transcript store is

@@ -7,66 +7,75 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// row1bSide is one worker configuration of a paired row-1b run: its
-// server, and the turns and bare loops measured on it.
-type row1bSide struct {
-	env         *Env
-	model       string
-	turns, bare []time.Duration
+// row1b is a paired row-1b run: the turns of each worker configuration
+// and the bare loop beside them, repetition by repetition.
+type row1b struct {
+	turns [][]time.Duration // by configuration
+	bare  []time.Duration
 }
 
-// perCall is the side's median turn and bare loop per tool call.
-func (s *row1bSide) perCall() (turn, bare time.Duration) {
+// perCall is configuration k's median turn and the median bare loop per
+// tool call.
+func (r *row1b) perCall(k int) (turn, bare time.Duration) {
 	n := time.Duration(DefaultConfig().Calls)
-	return Median(s.turns) / n, Median(s.bare) / n
+	return Median(r.turns[k]) / n, Median(r.bare) / n
 }
 
-// ratios are the side's per-repetition ratios to its bare loop.
-func (s *row1bSide) ratios() []float64 { return repRatios(s.turns, s.bare) }
+// ratios are configuration k's per-repetition ratios to the bare loop.
+func (r *row1b) ratios(k int) []float64 { return repRatios(r.turns[k], r.bare) }
 
-// pairedRow1b runs benchmark 1's turns with activity tools, and the bare
-// loop of the same activities, on a server for each configuration in
-// opts, all the servers at once, a repetition of each side in turn with
-// the order rotating. Run one after the other, two configurations
-// differed by as much as the machine's speed drifted between them, which
-// on a shared machine was more than what told them apart.
-func pairedRow1b(t *testing.T, opts []Options, reps int) []*row1bSide {
+// against is configuration k's median per-repetition ratio to
+// configuration base.
+func (r *row1b) against(k, base int) float64 {
+	return MedianFloat(repRatios(r.turns[k], r.turns[base]))
+}
+
+// pairedRow1b runs benchmark 1's turns with activity tools on a worker
+// for each configuration in configs, and the bare loop of the same
+// activities, all on one server: a repetition of each in turn, the order
+// rotating. The first configuration is Start's own worker (its Queue is
+// ignored); the others need queues of their own. Run one after the
+// other, two configurations differed by as much as the machine drifted
+// between them; on servers of their own, by as much as two servers' bare
+// loops did (up to 5%).
+func pairedRow1b(t *testing.T, configs []Variant, reps int) *row1b {
 	t.Helper()
 	n := DefaultConfig().Calls
-	sides := make([]*row1bSide, len(opts))
-	for k, o := range opts {
-		o.DynamicConfig = TunedDynamicConfig()
-		e, err := Start(o)
-		require.NoError(t, err)
-		t.Cleanup(e.Close)
-		model, err := e.Script(n, 1, NoopTool, struct{}{})
-		require.NoError(t, err)
-		sides[k] = &row1bSide{env: e, model: model}
-	}
+	e, err := Start(Options{DynamicConfig: TunedDynamicConfig(), Events: configs[0].Events, Rules: configs[0].Rules, Variants: configs[1:]})
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	model, err := e.Script(n, 1, NoopTool, struct{}{})
+	require.NoError(t, err)
 	ctx := t.Context()
-	// One unmeasured round warms every side.
-	for i := -1; i < reps; i++ {
-		for j := range sides {
-			s := sides[(i+1+j)%len(sides)]
-			runs := []func() error{
-				func() error {
-					_, err := s.env.RunTurn(ctx, id("paired-turn"), TurnInput(s.model, n, false))
-					return err
-				},
-				func() error { return s.env.RunBare(ctx, id("paired-loop"), BareLoopName, n) },
-			}
-			var got [2]time.Duration
-			for r := range runs {
-				// The turn and its bare loop take turns going first.
-				at := (i + 1 + r) % len(runs)
-				d, err := timed(runs[at])
-				require.NoError(t, err)
-				got[at] = d
-			}
-			if i >= 0 {
-				s.turns, s.bare = append(s.turns, got[0]), append(s.bare, got[1])
-			}
+	runs := make([]func() error, 0, len(configs)+1)
+	for k, c := range configs {
+		queue := c.Queue
+		if k == 0 {
+			queue = TollgateQueue
 		}
+		runs = append(runs, func() error {
+			_, err := e.runTurnOn(ctx, queue, id("paired-turn"), TurnInput(model, n, false))
+			return err
+		})
 	}
-	return sides
+	runs = append(runs, func() error { return e.RunBare(ctx, id("paired-loop"), BareLoopName, n) })
+	r := &row1b{turns: make([][]time.Duration, len(configs))}
+	// One unmeasured round warms every worker.
+	for i := -1; i < reps; i++ {
+		got := make([]time.Duration, len(runs))
+		for j := range runs {
+			at := (i + 1 + j) % len(runs)
+			d, err := timed(runs[at])
+			require.NoError(t, err)
+			got[at] = d
+		}
+		if i < 0 {
+			continue
+		}
+		for k := range configs {
+			r.turns[k] = append(r.turns[k], got[k])
+		}
+		r.bare = append(r.bare, got[len(configs)])
+	}
+	return r
 }

@@ -9,20 +9,19 @@ import (
 
 // Row 1b with a 100-rule approval policy: the same turns on a worker
 // whose rules decide every call (99 that do not match, then an allow),
-// against the same worker without rules, each on a server of its own,
-// the two run in turn so that drift on a shared machine falls on both
-// sides. Gated: set TOLLGATE_BENCH_RULES=1 (and TOLLGATE_BENCH_RULES_REPS).
+// against the same worker without rules, both on one server beside one
+// bare loop, run in turn so that drift on a shared machine falls on all
+// three. Gated: set TOLLGATE_BENCH_RULES=1 (and TOLLGATE_BENCH_RULES_REPS).
 //
 //	TOLLGATE_BENCH_RULES=1 go test -run TestRulesRow1b -v ./internal/bench/
 func TestRulesRow1b(t *testing.T) {
 	reps := gated(t, "TOLLGATE_BENCH_RULES", "row 1b with 100 approval rules", "TOLLGATE_BENCH_RULES_REPS", DefaultConfig().CallReps)
-	sides := pairedRow1b(t, []Options{{}, {Rules: hundredRules()}}, reps)
-	for k, s := range sides {
-		turn, bare := s.perCall()
-		t.Logf("rules %v: per call %s (bare loop %s), ratio to the bare loop %.3f", k == 1, turn, bare, MedianFloat(s.ratios()))
+	row := pairedRow1b(t, []Variant{{}, {Queue: TollgateQueue + "-rules", Rules: hundredRules()}}, reps)
+	for k := range row.turns {
+		turn, bare := row.perCall(k)
+		t.Logf("rules %v: per call %s (bare loop %s), ratio to the bare loop %.3f", k == 1, turn, bare, MedianFloat(row.ratios(k)))
 	}
-	t.Logf("with 100 rules against without, repetition by repetition: median %.3f (goal %.2f)",
-		MedianFloat(repRatios(sides[1].turns, sides[0].turns)), LoopCallGoal)
+	t.Logf("with 100 rules against without, repetition by repetition: median %.3f (goal %.2f)", row.against(1, 0), LoopCallGoal)
 }
 
 // hundredRules decide the benchmark's no-op tool: 99 require_approval

@@ -22,9 +22,14 @@ func id(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) 
 
 // RunTurn runs a turn to its end and checks it completed.
 func (e *Env) RunTurn(ctx context.Context, wid string, in workflows.Input) (workflows.Result, error) {
+	return e.runTurnOn(ctx, TollgateQueue, wid, in)
+}
+
+// runTurnOn is RunTurn on a Tollgate worker's queue.
+func (e *Env) runTurnOn(ctx context.Context, queue, wid string, in workflows.Input) (workflows.Result, error) {
 	done := e.Stamps.Arm(DoneKey(wid))
 	defer e.Stamps.Disarm(DoneKey(wid))
-	if _, err := e.StartTurn(ctx, wid, in); err != nil {
+	if _, err := e.startTurnOn(ctx, queue, wid, in); err != nil {
 		return workflows.Result{}, err
 	}
 	var res workflows.Result

@@ -11,7 +11,7 @@ import (
 
 // Row 1b with streaming on: the same turns, their model calls streamed
 // to an embedded NATS server, against the bare loop, and against the
-// same turns unstreamed, on a server of their own, the two run in turn.
+// same turns unstreamed, all three on one server, run in turn.
 // Gated: set TOLLGATE_BENCH_STREAMING=1 (and TOLLGATE_BENCH_STREAMING_REPS,
 // by default as many as make bench runs: a repetition's ratio varies by
 // a tenth either way on a shared machine, and the median of few is no
@@ -28,14 +28,14 @@ func TestStreamingRow1b(t *testing.T) {
 	t.Cleanup(pub.Close)
 	require.Eventually(t, pub.Ready, 10*time.Second, 20*time.Millisecond)
 
-	sides := pairedRow1b(t, []Options{{}, {Events: pub}}, reps)
-	for k, s := range sides {
-		turn, bare := s.perCall()
-		ratios := s.ratios()
+	row := pairedRow1b(t, []Variant{{}, {Queue: TollgateQueue + "-streaming", Events: pub}}, reps)
+	for k := range row.turns {
+		turn, bare := row.perCall(k)
+		ratios := row.ratios(k)
 		t.Logf("streaming %v: %d calls, per call %s (bare loop %s), ratio to the bare loop %.3f (goal %.2f); repetitions' ratios: quartiles %.2f to %.2f",
 			k == 1, DefaultConfig().Calls, turn, bare, MedianFloat(ratios), StreamingCallGoal, Percentile(ratios, 25), Percentile(ratios, 75))
 	}
-	t.Logf("streamed turns against unstreamed ones, repetition by repetition: median %.3f", MedianFloat(repRatios(sides[1].turns, sides[0].turns)))
+	t.Logf("streamed turns against unstreamed ones, repetition by repetition: median %.3f", row.against(1, 0))
 	published, dropped := pub.Counts()
 	t.Logf("events published %d, dropped %d", published, dropped)
 	require.Positive(t, published, "the streamed turns published their events")
