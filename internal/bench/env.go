@@ -70,8 +70,8 @@ type Options struct {
 }
 
 // Variant is a Tollgate worker configured otherwise than Start's own
-// (other live events, other rules), on its own task queue, so that the
-// two are measured against one server and one bare loop.
+// (other live events, other rules), on a task queue of its own, so that
+// the two are measured against one server and one bare loop.
 type Variant struct {
 	Queue  string
 	Events stream.Publisher
@@ -140,21 +140,16 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	if !opts.NoWorkers {
-		topts := WorkerOptions(e.Stamps)
-		topts.Plugins = []worker.Plugin{plugin}
-		tw := worker.New(e.Client, TollgateQueue, topts)
 		bw := worker.New(e.Client, BareQueue, WorkerOptions(e.Stamps))
 		RegisterBare(bw)
-		all := []worker.Worker{tw, bw}
+		all := []worker.Worker{e.tollgateWorker(TollgateQueue, plugin), bw}
 		for _, v := range opts.Variants {
 			vp, err := newPlugin(e.DataDir, Options{Events: v.Events, Rules: v.Rules})
 			if err != nil {
 				e.Close()
 				return nil, err
 			}
-			vopts := WorkerOptions(e.Stamps)
-			vopts.Plugins = []worker.Plugin{vp}
-			all = append(all, worker.New(e.Client, v.Queue, vopts))
+			all = append(all, e.tollgateWorker(v.Queue, vp))
 		}
 		for _, w := range all {
 			if err := w.Start(); err != nil {
@@ -165,6 +160,14 @@ func Start(opts Options) (*Env, error) {
 		}
 	}
 	return e, nil
+}
+
+// tollgateWorker is a worker on queue with plugin, and the options every
+// worker of both sides has.
+func (e *Env) tollgateWorker(queue string, plugin *tollgate.Plugin) worker.Worker {
+	o := WorkerOptions(e.Stamps)
+	o.Plugins = []worker.Plugin{plugin}
+	return worker.New(e.Client, queue, o)
 }
 
 // Dial connects a client configured as the worker and starter configure

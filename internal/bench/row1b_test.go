@@ -30,36 +30,35 @@ func (r *row1b) against(k, base int) float64 {
 	return MedianFloat(repRatios(r.turns[k], r.turns[base]))
 }
 
-// pairedRow1b runs benchmark 1's turns with activity tools on a worker
-// for each configuration in configs, and the bare loop of the same
+// pairedRow1b runs benchmark 1's turns with activity tools on Start's
+// own worker (configuration 0) and on a worker for each variant
+// (configuration k is variants[k-1]), and the bare loop of the same
 // activities, all on one server: a repetition of each in turn, the order
-// rotating. The first configuration is Start's own worker (its Queue is
-// ignored); the others need queues of their own. Run one after the
-// other, two configurations differed by as much as the machine drifted
-// between them; on servers of their own, by as much as two servers' bare
-// loops did (up to 5%).
-func pairedRow1b(t *testing.T, configs []Variant, reps int) *row1b {
+// rotating. Run one after the other, two configurations differed by as
+// much as the machine drifted between them; on servers of their own, by
+// as much as two servers' bare loops did (up to 5%).
+func pairedRow1b(t *testing.T, reps int, variants ...Variant) *row1b {
 	t.Helper()
 	n := DefaultConfig().Calls
-	e, err := Start(Options{DynamicConfig: TunedDynamicConfig(), Events: configs[0].Events, Rules: configs[0].Rules, Variants: configs[1:]})
+	e, err := Start(Options{DynamicConfig: TunedDynamicConfig(), Variants: variants})
 	require.NoError(t, err)
 	t.Cleanup(e.Close)
 	model, err := e.Script(n, 1, NoopTool, struct{}{})
 	require.NoError(t, err)
 	ctx := t.Context()
-	runs := make([]func() error, 0, len(configs)+1)
-	for k, c := range configs {
-		queue := c.Queue
-		if k == 0 {
-			queue = TollgateQueue
-		}
+	queues := []string{TollgateQueue}
+	for _, v := range variants {
+		queues = append(queues, v.Queue)
+	}
+	runs := make([]func() error, 0, len(queues)+1)
+	for _, queue := range queues {
 		runs = append(runs, func() error {
 			_, err := e.runTurnOn(ctx, queue, id("paired-turn"), TurnInput(model, n, false))
 			return err
 		})
 	}
 	runs = append(runs, func() error { return e.RunBare(ctx, id("paired-loop"), BareLoopName, n) })
-	r := &row1b{turns: make([][]time.Duration, len(configs))}
+	r := &row1b{turns: make([][]time.Duration, len(queues))}
 	// One unmeasured round warms every worker.
 	for i := -1; i < reps; i++ {
 		got := make([]time.Duration, len(runs))
@@ -72,10 +71,10 @@ func pairedRow1b(t *testing.T, configs []Variant, reps int) *row1b {
 		if i < 0 {
 			continue
 		}
-		for k := range configs {
+		for k := range queues {
 			r.turns[k] = append(r.turns[k], got[k])
 		}
-		r.bare = append(r.bare, got[len(configs)])
+		r.bare = append(r.bare, got[len(queues)])
 	}
 	return r
 }

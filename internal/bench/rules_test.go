@@ -16,7 +16,7 @@ import (
 //	TOLLGATE_BENCH_RULES=1 go test -run TestRulesRow1b -v ./internal/bench/
 func TestRulesRow1b(t *testing.T) {
 	reps := gated(t, "TOLLGATE_BENCH_RULES", "row 1b with 100 approval rules", "TOLLGATE_BENCH_RULES_REPS", DefaultConfig().CallReps)
-	row := pairedRow1b(t, []Variant{{}, {Queue: TollgateQueue + "-rules", Rules: hundredRules()}}, reps)
+	row := pairedRow1b(t, reps, Variant{Queue: TollgateQueue + "-rules", Rules: hundredRules()})
 	for k := range row.turns {
 		turn, bare := row.perCall(k)
 		t.Logf("rules %v: per call %s (bare loop %s), ratio to the bare loop %.3f", k == 1, turn, bare, MedianFloat(row.ratios(k)))

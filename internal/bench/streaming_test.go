@@ -28,7 +28,7 @@ func TestStreamingRow1b(t *testing.T) {
 	t.Cleanup(pub.Close)
 	require.Eventually(t, pub.Ready, 10*time.Second, 20*time.Millisecond)
 
-	row := pairedRow1b(t, []Variant{{}, {Queue: TollgateQueue + "-streaming", Events: pub}}, reps)
+	row := pairedRow1b(t, reps, Variant{Queue: TollgateQueue + "-streaming", Events: pub})
 	for k := range row.turns {
 		turn, bare := row.perCall(k)
 		ratios := row.ratios(k)
