@@ -148,6 +148,7 @@ func register(r Registry, f workflows.Features, acts *activities.Activities) {
 	r.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: activities.RunToolName})
 	r.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: activities.CallModelName})
 	r.RegisterActivityWithOptions(acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
+	r.RegisterActivityWithOptions(acts.StoreTranscript, activity.RegisterOptions{Name: activities.StoreTranscriptName})
 	r.RegisterActivityWithOptions(acts.DescribeTools, activity.RegisterOptions{Name: activities.DescribeToolsName})
 	r.RegisterActivityWithOptions(acts.PreviewTool, activity.RegisterOptions{Name: activities.PreviewToolName})
 	r.RegisterWorkflowWithOptions(workflows.GrantsWorkflow, workflow.RegisterOptions{Name: grants.WorkflowName})

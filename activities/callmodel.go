@@ -52,7 +52,17 @@ type CallModelInput struct {
 	// model reads, and the call's messages and reply are stored after
 	// both.
 	Full string `json:"full,omitempty"`
+	// InlineTail lets the call leave Messages and a reply that asks for
+	// tools unstored while their chunk would be smaller than this many
+	// bytes (CallModelResult.Deferred); zero stores every call's.
+	InlineTail int `json:"inline_tail,omitempty"`
 }
+
+// InlineTailBytes is the InlineTail a turn offers. Creating a chunk's
+// file cost a tool call about 5% over the bare loop of the same
+// activities (bench row 1b) and a kilobyte more in every call's input
+// about 0.6%, so a short tail travels inline until it is worth a file.
+const InlineTailBytes = 4 << 10
 
 // CallModelResult is the model's reply and the new transcript head, which
 // already includes the reply. An empty Transcript means the conversation
@@ -67,6 +77,11 @@ type CallModelResult struct {
 	// Full is the whole conversation's new head when the input had one;
 	// empty when it could not be stored.
 	Full string `json:"full,omitempty"`
+	// Deferred says the call's messages and the reply were not stored
+	// (CallModelInput.InlineTail): Transcript and Full are the input's,
+	// and the next call sends those messages again, or StoreTranscript
+	// stores them.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // CallModel loads the conversation, calls the provider and stores the new
@@ -121,6 +136,9 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 	n := len(in.Messages) + 1
 	conv = append(conv, resp.Message)
 	added := conv[len(conv)-n:]
+	if inline(in, resp.Message, added) {
+		return CallModelResult{Transcript: in.Transcript, Response: resp, Cost: cost, Full: in.Full, Deferred: true}, nil
+	}
 	head, err := a.Transcripts.Extend(ctx, in.Transcript, conv, n)
 	if err != nil {
 		// The error names the chunk's path and the OS error, never the
@@ -138,6 +156,18 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 		}
 	}
 	return res, nil
+}
+
+// inline reports whether the messages a call added, its reply last, may
+// stay out of the store for now: the turn goes on (the reply asks for
+// tools; a final reply is always stored, so a finished turn's head holds
+// it) and their chunk would be small.
+func inline(in CallModelInput, reply results.Message, added []results.Message) bool {
+	if in.InlineTail <= 0 || len(reply.ToolCalls) == 0 {
+		return false
+	}
+	size, err := transcript.ChunkSize(in.Transcript, added)
+	return err == nil && size < in.InlineTail
 }
 
 // cost prices a call's usage and counts it, nil when the price is unknown.

@@ -87,7 +87,11 @@ func damagedTurn(t *testing.T, cacheBytes int64, wantCallModels int32) {
 				}
 			})
 
-			res, err := turn.Run(workflows.Input{Prompt: "walk", Tools: []string{"step"}})
+			// A prompt over activities.InlineTailBytes, so that the
+			// first reply and every resent conversation are stored
+			// rather than left inline.
+			prompt := "walk" + strings.Repeat(".", activities.InlineTailBytes)
+			res, err := turn.Run(workflows.Input{Prompt: prompt, Tools: []string{"step"}})
 			require.NoError(t, err)
 			require.Equal(t, workflows.StatusCompleted, res.Status)
 			require.Equal(t, "All done.", res.Text)
@@ -104,7 +108,7 @@ func damagedTurn(t *testing.T, cacheBytes int64, wantCallModels int32) {
 			for _, msg := range reqs[2].Messages {
 				seen = append(seen, string(msg.Role)+":"+msg.Text())
 			}
-			require.Equal(t, []string{"user:walk", "assistant:First.", "tool:step 1 done", "assistant:Second.", "tool:step 2 done"}, seen)
+			require.Equal(t, []string{"user:" + prompt, "assistant:First.", "tool:step 1 done", "assistant:Second.", "tool:step 2 done"}, seen)
 		})
 	}
 }

@@ -192,10 +192,14 @@ func (t *turn) runStep(ctx workflow.Context, step []*call) (handOn bool) {
 	defer cancel()
 	for {
 		_ = workflow.Await(dctx, func() bool {
-			return done == driven || (ctx.Err() == nil && t.parked(ctx, step) && t.grown(ctx))
+			return done == driven || (ctx.Err() == nil && t.parked(ctx, step) && (t.grown(ctx) || t.tailDue(ctx)))
 		})
 		if done == driven {
 			return false
+		}
+		if t.tailDeferred() {
+			t.storeTail(dctx)
+			continue
 		}
 		// A Signal not read yet may answer a call; then it runs first.
 		if !t.takeSignals(ctx) && t.parked(ctx, step) {

@@ -238,9 +238,19 @@ func continuedFields(in Input, c *Continued) error {
 // grown reports whether this run should hand on: the server suggests it,
 // or the history passed the turn's thresholds.
 func (t *turn) grown(ctx workflow.Context) bool {
-	if !t.long() || t.head == "" || t.sent == 0 {
+	if t.head == "" || t.sent == 0 || t.tailDeferred() {
 		// Without a stored conversation the next run could not continue
-		// it; such a turn runs until its history guard.
+		// it; such a turn runs until its history guard. A deferred tail
+		// is stored first (tailDue).
+		return false
+	}
+	return t.handOnDue(ctx)
+}
+
+// handOnDue reports whether the run has grown enough to hand on, stored
+// conversation or not.
+func (t *turn) handOnDue(ctx workflow.Context) bool {
+	if !t.long() {
 		return false
 	}
 	info := workflow.GetInfo(ctx)

@@ -70,7 +70,9 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // (agents.go); version 11 (rulesVersion) applies the worker's approval
 // rules; version 12 (grantsVersion) remembers approvals as grants
 // (grants.go); version 17 (scriptedWindowVersion) gives scripted models
-// a context window (compaction.go). Turns that started before a version
+// a context window (compaction.go); version 18 (inlineTailVersion) lets
+// model calls leave a short tail of the conversation unstored (tail.go).
+// Turns that started before a version
 // replay as they ran.
 const (
 	hardeningChange  = "hardening"
@@ -112,9 +114,11 @@ type turn struct {
 	nextSuffix map[string]int
 	conv       []results.Message
 	firstNew   int
-	// head names the stored conversation conv[:sent].
-	head string
-	sent int
+	// head names the stored conversation conv[:sent]; conv[sent:replyAt]
+	// are messages model calls read but left unstored (tail.go).
+	head    string
+	sent    int
+	replyAt int
 
 	workDir   string
 	usage     model.Usage
@@ -219,7 +223,7 @@ const rulesVersion = modelQueuesVersion + 3
 // the marker (AgentTurn, for turns that name agents, and setup) ask with
 // it: the marker is recorded once, so a lower maximum at the first would
 // hold a new turn below every later version.
-const latestTurnVersion = scriptedWindowVersion
+const latestTurnVersion = inlineTailVersion
 
 // childBudgetVersion of the turn's change marker hands a called agent the
 // caller's remaining budget, so a child cannot spend past its caller's
@@ -402,6 +406,9 @@ func (t *turn) run(ctx workflow.Context) (Result, error) {
 			t.status = StatusMaxSteps
 			break
 		}
+		if t.steps > 0 && ctx.Err() == nil && t.tailDue(ctx) {
+			t.storeTail(ctx)
+		}
 		if t.steps > 0 && t.grown(ctx) && ctx.Err() == nil {
 			return Result{}, t.continueAsNew(ctx, nil)
 		}
@@ -519,6 +526,8 @@ func (t *turn) announceEnd(ctx workflow.Context) error {
 func (t *turn) finish(ctx workflow.Context) (Result, error) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
+	// The result's head covers the conversation through the last reply.
+	t.storeTail(dctx)
 	if err := t.announceEnd(dctx); err != nil {
 		return Result{}, err
 	}
@@ -596,6 +605,9 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 		Step:       t.step, Session: t.streamSession(),
 		Full: t.full,
 	}
+	if t.offersInlineTail() {
+		in.InlineTail = activities.InlineTailBytes
+	}
 	var res activities.CallModelResult
 	err := workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)
 	var appErr *temporal.ApplicationError
@@ -624,12 +636,19 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 		return results.Message{}, headUnstored()
 	}
 	t.conv = append(t.conv, reply)
-	t.head, t.sent = res.Transcript, len(t.conv)
-	if res.Transcript == "" {
+	t.head, t.replyAt = res.Transcript, 0
+	switch {
+	case res.Transcript == "":
 		// CallModel got the reply but could not store the conversation
 		// (a full disk); rather than pay for the call again it returned
-		// the reply, and the next call sends the conversation whole.
+		// the reply, and the next call sends the conversation whole. Or
+		// the conversation is short and not stored yet (Deferred).
 		t.sent = 0
+	case !res.Deferred:
+		t.sent = len(t.conv)
+	}
+	if res.Deferred {
+		t.replyAt = len(t.conv)
 	}
 	t.usage.InputTokens += res.Response.Usage.InputTokens
 	t.usage.OutputTokens += res.Response.Usage.OutputTokens

@@ -115,6 +115,16 @@ func (s *Store) Extend(ctx context.Context, head string, conv []results.Message,
 	return id, nil
 }
 
+// ChunkSize is how many bytes storing messages after head would write:
+// what a caller weighs against carrying the messages inline instead.
+func ChunkSize(head string, messages []results.Message) (int, error) {
+	data, err := json.Marshal(chunk{Prev: head, Messages: messages})
+	if err != nil {
+		return 0, fmt.Errorf("encode transcript chunk: %w", err)
+	}
+	return len(data), nil
+}
+
 // put stores messages as the chunk after head and returns its id and
 // encoded size.
 func (s *Store) put(ctx context.Context, head string, messages []results.Message) (string, int64, error) {
