@@ -45,14 +45,17 @@ func (t *turn) storeTail(ctx workflow.Context) {
 	if !t.tailDeferred() {
 		return
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	// A local activity: a turn that ends or hands on must not wait for
+	// an activity worker (a cancelled turn's may be gone), and every
+	// worker that runs the turn holds the store.
+	actx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
 		Summary:             fmt.Sprintf("StoreTranscript step %d", t.step),
 	})
 	in := activities.StoreTranscriptInput{TurnID: t.id, Transcript: t.head, Messages: t.conv[t.sent:t.replyAt], Full: t.full}
 	var res activities.StoreTranscriptResult
-	if err := workflow.ExecuteActivity(actx, activities.StoreTranscriptName, in).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteLocalActivity(actx, activities.StoreTranscriptName, in).Get(ctx, &res); err != nil {
 		workflow.GetLogger(ctx).Warn("Conversation's last messages not stored; the turn carries it whole", "error", err)
 		t.head, t.sent, t.replyAt = "", 0, 0
 		return

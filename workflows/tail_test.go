@@ -15,10 +15,14 @@ import (
 	"github.com/tollgate-dev/tollgate/results"
 )
 
-// started counts the activities the turn starts, by type.
+// started counts the activities the turn starts, local ones too, by
+// type.
 func (h *harness) started() map[string]int {
 	n := map[string]int{}
 	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		n[info.ActivityType.Name]++
+	})
+	h.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
 		n[info.ActivityType.Name]++
 	})
 	return n

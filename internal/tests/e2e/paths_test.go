@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +16,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/tollgate-dev/tollgate/activities"
 	"github.com/tollgate-dev/tollgate/connections"
 	"github.com/tollgate-dev/tollgate/results"
+	"github.com/tollgate-dev/tollgate/storage/datadir"
+	"github.com/tollgate-dev/tollgate/storage/transcript"
 	"github.com/tollgate-dev/tollgate/workflows"
 )
 
@@ -352,6 +356,44 @@ func TestMaxSteps(t *testing.T) {
 	require.Equal(t, 2, res.Steps)
 	require.Equal(t, []string{"step:one", "step:two"}, log.all())
 	require.Len(t, toolTexts(res.Messages), 2)
+	e.record(run)
+}
+
+// A turn that stops after a reply whose messages travelled inline (short
+// ones, under activities.InlineTailBytes) stores them before it returns:
+// its head then covers the conversation through that reply, as a session
+// continuing from it expects. The history goes to the corpus.
+func TestInlineTailStoredWhenTheTurnStops(t *testing.T) {
+	t.Parallel()
+	log := &runLog{}
+	e := newEnv(t, "inline_tail_stored", stepTool(log))
+	model := e.script(
+		reply("", call("s1", "step", map[string]string{"text": "one"})),
+		reply("", call("s2", "step", map[string]string{"text": "two"})),
+		reply("", call("s3", "step", map[string]string{"text": "three"})),
+	)
+	e.startWorker()
+	run := e.start(workflows.Input{Prompt: "Loop", Model: model, Tools: []string{"step"}, MaxSteps: 2})
+	res := e.result(run)
+	require.Equal(t, workflows.StatusMaxSteps, res.Status)
+
+	var models, stores int
+	for _, ev := range e.history(run) {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activities.CallModelName {
+			models++
+		}
+		if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" &&
+			strings.Contains(string(m.GetDetails()["data"].GetPayloads()[0].GetData()), `"`+activities.StoreTranscriptName+`"`) {
+			stores++
+		}
+	}
+	require.Equal(t, 2, models)
+	require.Equal(t, 1, stores, "the two replies' messages were stored once, as the turn stopped")
+	store, err := transcript.NewStore(datadir.Transcripts(e.data))
+	require.NoError(t, err)
+	conv, err := store.Load(res.Head)
+	require.NoError(t, err)
+	require.Equal(t, res.Messages[:len(res.Messages)-1], conv, "the head covers all but the last tool result")
 	e.record(run)
 }
 
