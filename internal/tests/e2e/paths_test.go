@@ -344,15 +344,7 @@ func TestMaxSteps(t *testing.T) {
 	t.Parallel()
 	log := &runLog{}
 	e := newEnv(t, "max_steps", stepTool(log))
-	model := e.script(
-		reply("", call("s1", "step", map[string]string{"text": "one"})),
-		reply("", call("s2", "step", map[string]string{"text": "two"})),
-		reply("", call("s3", "step", map[string]string{"text": "three"})),
-	)
-	e.startWorker()
-	run := e.start(workflows.Input{Prompt: "Loop", Model: model, Tools: []string{"step"}, MaxSteps: 2})
-	res := e.result(run)
-	require.Equal(t, workflows.StatusMaxSteps, res.Status)
+	run, res := e.stopAtMaxSteps()
 	require.Equal(t, 2, res.Steps)
 	require.Equal(t, []string{"step:one", "step:two"}, log.all())
 	require.Len(t, toolTexts(res.Messages), 2)
@@ -365,17 +357,8 @@ func TestMaxSteps(t *testing.T) {
 // continuing from it expects. The history goes to the corpus.
 func TestInlineTailStoredWhenTheTurnStops(t *testing.T) {
 	t.Parallel()
-	log := &runLog{}
-	e := newEnv(t, "inline_tail_stored", stepTool(log))
-	model := e.script(
-		reply("", call("s1", "step", map[string]string{"text": "one"})),
-		reply("", call("s2", "step", map[string]string{"text": "two"})),
-		reply("", call("s3", "step", map[string]string{"text": "three"})),
-	)
-	e.startWorker()
-	run := e.start(workflows.Input{Prompt: "Loop", Model: model, Tools: []string{"step"}, MaxSteps: 2})
-	res := e.result(run)
-	require.Equal(t, workflows.StatusMaxSteps, res.Status)
+	e := newEnv(t, "inline_tail_stored", stepTool(&runLog{}))
+	run, res := e.stopAtMaxSteps()
 
 	var models, stores int
 	for _, ev := range e.history(run) {
@@ -395,6 +378,22 @@ func TestInlineTailStoredWhenTheTurnStops(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, res.Messages[:len(res.Messages)-1], conv, "the head covers all but the last tool result")
 	e.record(run)
+}
+
+// stopAtMaxSteps runs a turn of at most two steps whose model calls the
+// step tool at every reply, to its end at max_steps.
+func (e *env) stopAtMaxSteps() (client.WorkflowRun, workflows.Result) {
+	e.t.Helper()
+	model := e.script(
+		reply("", call("s1", "step", map[string]string{"text": "one"})),
+		reply("", call("s2", "step", map[string]string{"text": "two"})),
+		reply("", call("s3", "step", map[string]string{"text": "three"})),
+	)
+	e.startWorker()
+	run := e.start(workflows.Input{Prompt: "Loop", Model: model, Tools: []string{"step"}, MaxSteps: 2})
+	res := e.result(run)
+	require.Equal(e.t, workflows.StatusMaxSteps, res.Status)
+	return run, res
 }
 
 // The Signal path: invalid respond signals are dropped and counted in the
