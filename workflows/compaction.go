@@ -89,7 +89,8 @@ func (t *turn) nearWindow() bool {
 	if t.compactFailed > 0 && t.step-t.compactFailed < compactRetrySteps {
 		return false
 	}
-	next := t.contextTokens + compact.Estimate(t.conv[t.sent:])
+	// contextTokens counts what the last call read, an inline tail too.
+	next := t.contextTokens + compact.Estimate(t.conv[max(t.sent, t.replyAt):])
 	return next*100 > w*compact.ThresholdPercent
 }
 
