@@ -125,3 +125,15 @@ func TestTailThatCannotBeStoredTravelsWhole(t *testing.T) {
 	_, unstored := continuation(in, res)
 	require.Equal(t, []string{"user: go", "assistant: step call:ea", "tool: tool:ea", "assistant: step call:eb", "tool: tool:eb"}, texts(unstored))
 }
+
+// The last call's token count already holds the tail it read inline, so
+// only the messages after its reply count towards the next call.
+func TestNearWindowCountsAnInlineTailOnce(t *testing.T) {
+	tail := []results.Message{results.UserText(strings.Repeat("x", 800)), calls("", tc("e1", "echo", `{}`))}
+	tr := &turn{v: inlineTailVersion, in: Input{Policy: Policy{ContextTokens: 1000}}, contextTokens: 700}
+	tr.conv, tr.replyAt = tail, len(tail)
+	require.False(t, tr.nearWindow(), "700 tokens of 1000: the tail is among them")
+
+	tr.conv = append(tr.conv, results.Message{Role: results.RoleTool, ToolCallID: "e1", Parts: []results.Part{results.TextPart(strings.Repeat("y", 800))}})
+	require.True(t, tr.nearWindow(), "a 200-token tool result after the reply passes 80%")
+}
