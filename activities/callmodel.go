@@ -59,9 +59,9 @@ type CallModelInput struct {
 }
 
 // InlineTailBytes is the InlineTail a turn offers. Creating a chunk's
-// file cost a tool call about 5% over the bare loop of the same
-// activities (bench row 1b) and a kilobyte more in every call's input
-// about 0.6%, so a short tail travels inline until it is worth a file.
+// file cost a tool call 3 to 6% over the bare loop of the same
+// activities (bench row 1b), a kilobyte more in every call's input about
+// 0.6%, so a short tail travels inline until it is worth a file.
 const InlineTailBytes = 4 << 10
 
 // CallModelResult is the model's reply and the new transcript head, which

@@ -13,9 +13,9 @@ import (
 // inlineTailVersion of the turn's change marker lets a model call leave
 // a short tail of the conversation unstored (activities.InlineTailBytes):
 // the turn sends it again with the next call, which stores it with its
-// own reply. A chunk's file cost a tool call more than the rest of the
-// turn's overhead together; a short tail costs a few hundred bytes per
-// call instead. Wherever the head must cover the conversation through
+// own reply. A chunk's file was the largest single cost a tool call had
+// over the bare loop of the same activities (bench row 1b); a short tail
+// costs a few hundred bytes per call instead. Wherever the head must cover the conversation through
 // the last reply (the turn's result, a hand-on), StoreTranscript stores
 // what was left first. Only a turn that holds its whole conversation
 // offers it: one that continues a stored conversation could not fall back
