@@ -55,7 +55,7 @@ func TestCrashLocalToolIsRetriedOnAnotherWorker(t *testing.T) {
 
 	events := e.history(run)
 	require.Zero(t, scheduled(events, activities.RunToolName, ""), "a local tool schedules no activity")
-	require.Equal(t, 1, localRuns(events), "one marker: the run that finished")
+	require.Equal(t, 1, localRuns(events, activities.RunLocalToolName), "one marker: the run that finished")
 	e.record(run)
 }
 
@@ -78,7 +78,7 @@ func TestLocalToolsRunInTheWorkflowTask(t *testing.T) {
 	require.Contains(t, outputText(mustCard(t, res.Cards, "l1")), "notes.txt")
 
 	events := e.history(run)
-	require.Equal(t, 2, localRuns(events))
+	require.Equal(t, 2, localRuns(events, activities.RunLocalToolName))
 	require.Equal(t, 1, scheduled(events, activities.RunToolName, ""), "only the stamp call is an activity")
 	e.record(run)
 }
@@ -116,7 +116,7 @@ func TestWorkspaceCallsLandOnThePinnedWorker(t *testing.T) {
 
 	events := e.history(run)
 	require.Equal(t, 5, scheduled(events, activities.RunToolName, a.queue), "s1, w1, s2 and the bounced r1 and l1 ran on A's queue")
-	require.Zero(t, localRuns(events), "B does not hold the workspace, so no local run completed there")
+	require.Zero(t, localRuns(events, activities.RunLocalToolName), "B does not hold the workspace, so no local run completed there")
 	e.record(run)
 }
 
@@ -278,9 +278,9 @@ func scheduled(events []*historypb.HistoryEvent, typ, queue string) int {
 	return n
 }
 
-// localRuns counts the markers of RunLocalTool runs that completed
-// (DescribeTools is a local activity too).
-func localRuns(events []*historypb.HistoryEvent) int {
+// localRuns counts the markers of local activities of type typ that
+// completed (DescribeTools is a local activity too).
+func localRuns(events []*historypb.HistoryEvent, typ string) int {
 	n := 0
 	for _, ev := range events {
 		if ev.GetEventType() != enumspb.EVENT_TYPE_MARKER_RECORDED {
@@ -291,7 +291,7 @@ func localRuns(events []*historypb.HistoryEvent) int {
 			continue
 		}
 		for _, p := range m.GetDetails()["data"].GetPayloads() {
-			if bytes.Contains(p.GetData(), []byte(`"`+activities.RunLocalToolName+`"`)) {
+			if bytes.Contains(p.GetData(), []byte(`"`+typ+`"`)) {
 				n++
 			}
 		}

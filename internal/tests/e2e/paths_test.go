@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -360,18 +359,9 @@ func TestInlineTailStoredWhenTheTurnStops(t *testing.T) {
 	e := newEnv(t, "inline_tail_stored", stepTool(&runLog{}))
 	run, res := e.stopAtMaxSteps()
 
-	var models, stores int
-	for _, ev := range e.history(run) {
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activities.CallModelName {
-			models++
-		}
-		if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" &&
-			strings.Contains(string(m.GetDetails()["data"].GetPayloads()[0].GetData()), `"`+activities.StoreTranscriptName+`"`) {
-			stores++
-		}
-	}
-	require.Equal(t, 2, models)
-	require.Equal(t, 1, stores, "the two replies' messages were stored once, as the turn stopped")
+	events := e.history(run)
+	require.Equal(t, 2, scheduled(events, activities.CallModelName, ""))
+	require.Equal(t, 1, localRuns(events, activities.StoreTranscriptName), "the two replies' messages were stored once, as the turn stopped")
 	store, err := transcript.NewStore(datadir.Transcripts(e.data))
 	require.NoError(t, err)
 	conv, err := store.Load(res.Head)
