@@ -136,10 +136,16 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 	n := len(in.Messages) + 1
 	conv = append(conv, resp.Message)
 	added := conv[len(conv)-n:]
-	if inline(in, resp.Message, added) {
+	// A reply that asks for tools may leave a small tail unstored; a
+	// final reply is always stored, so a finished turn's head holds it.
+	inlineBelow := 0
+	if len(resp.Message.ToolCalls) > 0 {
+		inlineBelow = in.InlineTail
+	}
+	head, stored, err := a.Transcripts.ExtendUnlessSmall(ctx, in.Transcript, conv, n, inlineBelow)
+	if err == nil && !stored {
 		return CallModelResult{Transcript: in.Transcript, Response: resp, Cost: cost, Full: in.Full, Deferred: true}, nil
 	}
-	head, err := a.Transcripts.Extend(ctx, in.Transcript, conv, n)
 	if err != nil {
 		// The error names the chunk's path and the OS error, never the
 		// messages, so it is safe to log.
@@ -156,18 +162,6 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 		}
 	}
 	return res, nil
-}
-
-// inline reports whether the messages a call added, its reply last, may
-// stay out of the store for now: the turn goes on (the reply asks for
-// tools; a final reply is always stored, so a finished turn's head holds
-// it) and their chunk would be small.
-func inline(in CallModelInput, reply results.Message, added []results.Message) bool {
-	if in.InlineTail <= 0 || len(reply.ToolCalls) == 0 {
-		return false
-	}
-	size, err := transcript.ChunkSize(in.Transcript, added)
-	return err == nil && size < in.InlineTail
 }
 
 // cost prices a call's usage and counts it, nil when the price is unknown.

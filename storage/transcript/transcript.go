@@ -93,8 +93,11 @@ func (s *Store) Append(head string, messages []results.Message) (string, error) 
 
 // AppendContext is Append with a context, for remote stores.
 func (s *Store) AppendContext(ctx context.Context, head string, messages []results.Message) (string, error) {
-	id, _, err := s.put(ctx, head, messages)
-	return id, err
+	data, err := encode(head, messages)
+	if err != nil {
+		return "", err
+	}
+	return s.putEncoded(ctx, data)
 }
 
 // Extend stores the last n messages of conv after head, as Append does,
@@ -104,48 +107,55 @@ func (s *Store) AppendContext(ctx context.Context, head string, messages []resul
 // conversation ending at head followed by those n messages; the store
 // owns it afterwards.
 func (s *Store) Extend(ctx context.Context, head string, conv []results.Message, n int) (string, error) {
+	id, _, err := s.ExtendUnlessSmall(ctx, head, conv, n, 0)
+	return id, err
+}
+
+// ExtendUnlessSmall is Extend for a chunk worth a file: one that would
+// encode to fewer than minBytes is not stored, stored is false and id
+// empty, and the caller carries the messages inline instead.
+func (s *Store) ExtendUnlessSmall(ctx context.Context, head string, conv []results.Message, n, minBytes int) (id string, stored bool, err error) {
 	if n < 0 || n > len(conv) {
-		return "", fmt.Errorf("extend transcript: %d new messages of a conversation of %d", n, len(conv))
+		return "", false, fmt.Errorf("extend transcript: %d new messages of a conversation of %d", n, len(conv))
 	}
-	id, size, err := s.put(ctx, head, conv[len(conv)-n:])
+	data, err := encode(head, conv[len(conv)-n:])
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	s.convs.seed(head, id, conv, size)
-	return id, nil
+	if len(data) < minBytes {
+		return "", false, nil
+	}
+	if id, err = s.putEncoded(ctx, data); err != nil {
+		return "", false, err
+	}
+	s.convs.seed(head, id, conv, int64(len(data)))
+	return id, true, nil
 }
 
-// ChunkSize is how many bytes storing messages after head would write:
-// what a caller weighs against carrying the messages inline instead.
-func ChunkSize(head string, messages []results.Message) (int, error) {
+// encode is the chunk of messages after head as stored.
+func encode(head string, messages []results.Message) ([]byte, error) {
 	data, err := json.Marshal(chunk{Prev: head, Messages: messages})
 	if err != nil {
-		return 0, fmt.Errorf("encode transcript chunk: %w", err)
+		return nil, fmt.Errorf("encode transcript chunk: %w", err)
 	}
-	return len(data), nil
+	return data, nil
 }
 
-// put stores messages as the chunk after head and returns its id and
-// encoded size.
-func (s *Store) put(ctx context.Context, head string, messages []results.Message) (string, int64, error) {
-	data, err := json.Marshal(chunk{Prev: head, Messages: messages})
-	if err != nil {
-		return "", 0, fmt.Errorf("encode transcript chunk: %w", err)
-	}
-	size := int64(len(data))
+// putEncoded stores an encoded chunk and returns its id.
+func (s *Store) putEncoded(ctx context.Context, data []byte) (string, error) {
 	// A chunk this process stored or read intact is not checked again.
 	if id := blobstore.Sum(data); s.chunks.has(id) {
-		return id, size, nil
+		return id, nil
 	}
 	// A chunk already stored intact (an activity retry) is not written
 	// again; a damaged one is replaced, or every later head that reaches
 	// it would fail to load.
 	id, err := s.blobs.Put(ctx, s.space, data)
 	if err != nil {
-		return "", 0, fmt.Errorf("store transcript chunk: %w", err)
+		return "", fmt.Errorf("store transcript chunk: %w", err)
 	}
 	s.chunks.put(id, data)
-	return id, size, nil
+	return id, nil
 }
 
 // Load returns the whole conversation ending at head, oldest first.
