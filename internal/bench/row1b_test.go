@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,10 +25,15 @@ func (r *row1b) perCall(k int) (turn, bare time.Duration) {
 // ratios are configuration k's per-repetition ratios to the bare loop.
 func (r *row1b) ratios(k int) []float64 { return repRatios(r.turns[k], r.bare) }
 
-// against is configuration k's median per-repetition ratio to
-// configuration base.
-func (r *row1b) against(k, base int) float64 {
-	return MedianFloat(repRatios(r.turns[k], r.turns[base]))
+// against is configuration k's per-repetition ratios to configuration
+// base.
+func (r *row1b) against(k, base int) []float64 { return repRatios(r.turns[k], r.turns[base]) }
+
+// medianOf is the median of ratios with its 95% interval, as the rows
+// log it.
+func medianOf(ratios []float64) string {
+	lo, hi := MedianInterval(ratios)
+	return fmt.Sprintf("%.3f (95%% interval %.3f to %.3f)", MedianFloat(ratios), lo, hi)
 }
 
 // pairedRow1b runs benchmark 1's turns with activity tools on Start's

@@ -19,9 +19,9 @@ func TestRulesRow1b(t *testing.T) {
 	row := pairedRow1b(t, reps, Variant{Queue: TollgateQueue + "-rules", Rules: hundredRules()})
 	for k := range row.turns {
 		turn, bare := row.perCall(k)
-		t.Logf("rules %v: per call %s (bare loop %s), ratio to the bare loop %.3f", k == 1, turn, bare, MedianFloat(row.ratios(k)))
+		t.Logf("rules %v: per call %s (bare loop %s), ratio to the bare loop %s", k == 1, turn, bare, medianOf(row.ratios(k)))
 	}
-	t.Logf("with 100 rules against without, repetition by repetition: median %.3f (goal %.2f)", row.against(1, 0), LoopCallGoal)
+	t.Logf("with 100 rules against without, repetition by repetition: %s (goal %.2f)", medianOf(row.against(1, 0)), LoopCallGoal)
 }
 
 // hundredRules decide the benchmark's no-op tool: 99 require_approval

@@ -42,6 +42,27 @@ func MedianFloat(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// MedianInterval is a 95% confidence interval for the median of the
+// distribution xs were drawn from, by order statistics: it assumes
+// nothing of the distribution's shape, which a shared machine's
+// repetitions do not have. One run's median ratio says little on its
+// own: its interval says whether a goal a few hundredths away was met
+// or missed, or whether the run cannot tell.
+func MedianInterval(xs []float64) (lo, hi float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	n := float64(len(s))
+	half := 1.96 * math.Sqrt(n) / 2
+	// 1-based ranks j and k, rounded to the nearest: the interval then
+	// holds the median at least 95% of the time for these sizes (95.4%
+	// for 101 repetitions, 95.2% for 201).
+	j := max(int(math.Round(n/2-half)), 1)
+	k := min(int(math.Round(1+n/2+half)), len(s))
+	return s[j-1], s[k-1]
+}
+
 // Pool runs fn(i) for i in [0,total) with at most width in flight and
 // returns the first error.
 func Pool(ctx context.Context, width, total int, fn func(ctx context.Context, i int) error) error {

@@ -32,10 +32,10 @@ func TestStreamingRow1b(t *testing.T) {
 	for k := range row.turns {
 		turn, bare := row.perCall(k)
 		ratios := row.ratios(k)
-		t.Logf("streaming %v: %d calls, per call %s (bare loop %s), ratio to the bare loop %.3f (goal %.2f); repetitions' ratios: quartiles %.2f to %.2f",
-			k == 1, DefaultConfig().Calls, turn, bare, MedianFloat(ratios), StreamingCallGoal, Percentile(ratios, 25), Percentile(ratios, 75))
+		t.Logf("streaming %v: %d calls, per call %s (bare loop %s), ratio to the bare loop %s (goal %.2f); repetitions' ratios: quartiles %.2f to %.2f",
+			k == 1, DefaultConfig().Calls, turn, bare, medianOf(ratios), StreamingCallGoal, Percentile(ratios, 25), Percentile(ratios, 75))
 	}
-	t.Logf("streamed turns against unstreamed ones, repetition by repetition: median %.3f", row.against(1, 0))
+	t.Logf("streamed turns against unstreamed ones, repetition by repetition: %s", medianOf(row.against(1, 0)))
 	published, dropped := pub.Counts()
 	t.Logf("events published %d, dropped %d", published, dropped)
 	require.Positive(t, published, "the streamed turns published their events")
