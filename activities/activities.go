@@ -32,6 +32,9 @@ const (
 	// ErrTypeTranscriptMissing: the stored conversation could not be found;
 	// the workflow resends the whole conversation.
 	ErrTypeTranscriptMissing = "TranscriptMissing"
+	// ErrTypeToolsMissing: the stored tool definitions a model call was
+	// pointed at could not be found; the workflow sends them again.
+	ErrTypeToolsMissing = "ToolsMissing"
 	// ErrTypeModelRejected: the provider refused the request (bad request,
 	// authentication, unknown model); retrying will not help.
 	ErrTypeModelRejected = "ModelRejected"

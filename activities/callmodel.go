@@ -42,7 +42,13 @@ type CallModelInput struct {
 	Transcript string            `json:"transcript,omitempty"`
 	Messages   []results.Message `json:"messages"`
 	Tools      []model.ToolDef   `json:"tools,omitempty"`
-	Params     model.Params      `json:"params,omitempty"`
+	// ToolsRef names the tool definitions an earlier call stored
+	// (CallModelResult.ToolsRef), sent instead of Tools.
+	ToolsRef string `json:"tools_ref,omitempty"`
+	// StoreTools asks the call to store Tools and return their ToolsRef,
+	// so that the turn's later calls send the reference.
+	StoreTools bool         `json:"store_tools,omitempty"`
+	Params     model.Params `json:"params,omitempty"`
 	// Step and Session only label the call's live events: the turn's
 	// step this call is for, and the session the turn belongs to.
 	Step    int    `json:"step,omitempty"`
@@ -82,6 +88,9 @@ type CallModelResult struct {
 	// and the next call sends those messages again, or StoreTranscript
 	// stores them.
 	Deferred bool `json:"deferred,omitempty"`
+	// ToolsRef names the input's Tools, stored when it asked
+	// (StoreTools); empty when they could not be stored.
+	ToolsRef string `json:"tools_ref,omitempty"`
 }
 
 // CallModel loads the conversation, calls the provider and stores the new
@@ -115,13 +124,17 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 	if err != nil {
 		return CallModelResult{}, fmt.Errorf("load conversation: %w", err)
 	}
+	tools, err := a.callTools(ctx, in)
+	if err != nil {
+		return CallModelResult{}, err
+	}
 	stopBeat := heartbeat(ctx, callModelHeartbeatEvery)
 	defer stopBeat()
 	resp, err := provider.Complete(a.streamTo(ctx, in), model.Request{
 		Model:    name,
 		System:   in.System,
 		Messages: conv,
-		Tools:    in.Tools,
+		Tools:    tools,
 		Params:   in.Params,
 	})
 	countModelCall(ctx, in.Model, resp, err)
@@ -142,18 +155,19 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 	if len(resp.Message.ToolCalls) > 0 {
 		inlineBelow = in.InlineTail
 	}
+	toolsRef := a.storeTools(ctx, in)
 	head, stored, err := a.Transcripts.ExtendUnlessSmall(ctx, in.Transcript, conv, n, inlineBelow)
 	if err == nil && !stored {
-		return CallModelResult{Transcript: in.Transcript, Response: resp, Cost: cost, Full: in.Full, Deferred: true}, nil
+		return CallModelResult{Transcript: in.Transcript, Response: resp, Cost: cost, Full: in.Full, Deferred: true, ToolsRef: toolsRef}, nil
 	}
 	if err != nil {
 		// The error names the chunk's path and the OS error, never the
 		// messages, so it is safe to log.
 		activity.GetLogger(ctx).Warn("Conversation not stored; returning the reply without a transcript head, the workflow will resend the whole conversation",
 			"turn", in.TurnID, "model", in.Model, "error", err)
-		return CallModelResult{Transcript: "", Response: resp, Cost: cost}, nil
+		return CallModelResult{Transcript: "", Response: resp, Cost: cost, ToolsRef: toolsRef}, nil
 	}
-	res := CallModelResult{Transcript: head, Response: resp, Cost: cost}
+	res := CallModelResult{Transcript: head, Response: resp, Cost: cost, ToolsRef: toolsRef}
 	if in.Full != "" {
 		if res.Full, err = a.Transcripts.AppendContext(ctx, in.Full, added); err != nil {
 			// The model goes on from the compacted conversation; only the
@@ -162,6 +176,40 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (CallMode
 		}
 	}
 	return res, nil
+}
+
+// callTools are the tool definitions the call offers the model: the
+// input's, or those its ToolsRef names. A reference that cannot be
+// loaded fails at once as ErrTypeToolsMissing, which the workflow answers
+// by sending the definitions again.
+func (a *Activities) callTools(ctx context.Context, in CallModelInput) ([]model.ToolDef, error) {
+	if in.ToolsRef == "" {
+		return in.Tools, nil
+	}
+	tools, err := a.Transcripts.Tools(ctx, in.ToolsRef)
+	if errors.Is(err, transcript.ErrMissing) || errors.Is(err, transcript.ErrCorrupt) {
+		activity.GetLogger(ctx).Warn("Stored tool definitions unusable; the workflow will resend them", "turn", in.TurnID, "error", err)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeToolsMissing, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load tool definitions: %w", err)
+	}
+	return tools, nil
+}
+
+// storeTools stores the input's tool definitions when it asks, and
+// returns their reference; "" when it did not ask or they could not be
+// stored, and the turn goes on sending them.
+func (a *Activities) storeTools(ctx context.Context, in CallModelInput) string {
+	if !in.StoreTools || len(in.Tools) == 0 {
+		return ""
+	}
+	ref, err := a.Transcripts.PutTools(ctx, in.Tools)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("Tool definitions not stored; the turn sends them with every call", "turn", in.TurnID, "error", err)
+		return ""
+	}
+	return ref
 }
 
 // cost prices a call's usage and counts it, nil when the price is unknown.

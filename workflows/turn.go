@@ -71,7 +71,9 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // rules; version 12 (grantsVersion) remembers approvals as grants
 // (grants.go); version 17 (scriptedWindowVersion) gives scripted models
 // a context window (compaction.go); version 18 (inlineTailVersion) lets
-// model calls leave a short tail of the conversation unstored (tail.go).
+// model calls leave a short tail of the conversation unstored (tail.go);
+// version 19 (toolsRefVersion) sends the tool definitions with the first
+// model call only (toolsref.go).
 // Turns that started before a version
 // replay as they ran.
 const (
@@ -104,6 +106,9 @@ type turn struct {
 	specs      map[string]tool.Spec
 	schemas    map[string]*tool.Schema
 	defs       []model.ToolDef
+	// toolsRef names defs as a model call stored them; "" until one has
+	// (toolsref.go).
+	toolsRef string
 
 	status Status
 	step   int
@@ -223,7 +228,7 @@ const rulesVersion = modelQueuesVersion + 3
 // the marker (AgentTurn, for turns that name agents, and setup) ask with
 // it: the marker is recorded once, so a lower maximum at the first would
 // hold a new turn below every later version.
-const latestTurnVersion = inlineTailVersion
+const latestTurnVersion = toolsRefVersion
 
 // childBudgetVersion of the turn's change marker hands a called agent the
 // caller's remaining budget, so a child cannot spend past its caller's
@@ -600,7 +605,6 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 		System:     t.in.System,
 		Transcript: t.head,
 		Messages:   t.conv[t.sent:],
-		Tools:      t.defs,
 		Params:     t.in.Params,
 		Step:       t.step, Session: t.streamSession(),
 		Full: t.full,
@@ -608,8 +612,9 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 	if t.offersInlineTail() {
 		in.InlineTail = activities.InlineTailBytes
 	}
+	t.offerTools(&in)
 	var res activities.CallModelResult
-	err := workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)
+	err := t.runCallModel(ctx, actx, &in, &res)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeTranscriptMissing {
 		if t.partial() {
@@ -621,10 +626,13 @@ func (t *turn) callModel(ctx workflow.Context) (results.Message, error) {
 		// The whole conversation this run holds becomes the head again.
 		in.Transcript, in.Messages, in.Full = "", t.conv, ""
 		t.full = ""
-		err = workflow.ExecuteActivity(actx, activities.CallModelName, in).Get(ctx, &res)
+		err = t.runCallModel(ctx, actx, &in, &res)
 	}
 	if err != nil {
 		return results.Message{}, err
+	}
+	if res.ToolsRef != "" {
+		t.toolsRef = res.ToolsRef
 	}
 	reply := res.Response.Message
 	reply.Role = results.RoleAssistant

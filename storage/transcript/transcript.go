@@ -51,6 +51,7 @@ type Store struct {
 	space  blobstore.Space
 	chunks *cache
 	convs  *convCache
+	tools  toolCache
 }
 
 // Options configure a Store.
