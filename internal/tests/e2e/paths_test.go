@@ -370,6 +370,37 @@ func TestInlineTailStoredWhenTheTurnStops(t *testing.T) {
 	e.record(run)
 }
 
+// The tool definitions travel with the first model call alone, on the
+// real server: it stores them beside the transcript, and the later calls
+// name them. The history goes to the corpus.
+func TestToolDefinitionsTravelOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "tools_ref", stepTool(&runLog{}))
+	run, _ := e.stopAtMaxSteps()
+
+	var ins []activities.CallModelInput
+	for _, ev := range e.history(run) {
+		a := ev.GetActivityTaskScheduledEventAttributes()
+		if a.GetActivityType().GetName() != activities.CallModelName {
+			continue
+		}
+		var in activities.CallModelInput
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &in))
+		ins = append(ins, in)
+	}
+	require.Len(t, ins, 2)
+	require.True(t, ins[0].StoreTools)
+	require.Len(t, ins[0].Tools, 1)
+	require.Empty(t, ins[1].Tools)
+	require.NotEmpty(t, ins[1].ToolsRef)
+	store, err := transcript.NewStore(datadir.Transcripts(e.data))
+	require.NoError(t, err)
+	tools, err := store.Tools(t.Context(), ins[1].ToolsRef)
+	require.NoError(t, err)
+	require.Equal(t, ins[0].Tools, tools)
+	e.record(run)
+}
+
 // stopAtMaxSteps runs a turn of at most two steps whose model calls the
 // step tool at every reply, to its end at max_steps.
 func (e *env) stopAtMaxSteps() (client.WorkflowRun, workflows.Result) {
