@@ -96,14 +96,9 @@ func (s *Store) Tools(ctx context.Context, id string) ([]model.ToolDef, error) {
 	if !blobstore.ValidSum(id) {
 		return nil, fmt.Errorf("tool definitions id %q is malformed: %w", id, ErrMissing)
 	}
-	data, err := s.blobs.Get(ctx, s.toolsSpace(), id)
-	switch {
-	case errors.Is(err, blobstore.ErrMissing):
-		return nil, fmt.Errorf("load tool definitions %s: %w: %w", id, ErrMissing, err)
-	case errors.Is(err, blobstore.ErrCorrupt):
-		return nil, fmt.Errorf("load tool definitions %s: %w: %w", id, ErrCorrupt, err)
-	case err != nil:
-		return nil, fmt.Errorf("load tool definitions %s: %w", id, err)
+	data, err := s.read(ctx, s.toolsSpace(), "tool definitions", id)
+	if err != nil {
+		return nil, err
 	}
 	var set toolSet
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -235,16 +235,26 @@ func (s *Store) get(ctx context.Context, id string) ([]byte, error) {
 	if data, ok := s.chunks.get(id); ok {
 		return data, nil
 	}
-	data, err := s.blobs.Get(ctx, s.space, id)
-	switch {
-	case errors.Is(err, blobstore.ErrMissing):
-		return nil, fmt.Errorf("load transcript chunk %s: %w: %w", id, ErrMissing, err)
-	case errors.Is(err, blobstore.ErrCorrupt):
-		return nil, fmt.Errorf("load transcript chunk %s: %w: %w", id, ErrCorrupt, err)
-	case err != nil:
-		return nil, fmt.Errorf("load transcript chunk %s: %w", id, err)
+	data, err := s.read(ctx, s.space, "transcript chunk", id)
+	if err != nil {
+		return nil, err
 	}
 	s.chunks.put(id, data)
+	return data, nil
+}
+
+// read reads the blob id of space sp, a what, with the store's errors
+// mapped onto ErrMissing and ErrCorrupt.
+func (s *Store) read(ctx context.Context, sp blobstore.Space, what, id string) ([]byte, error) {
+	data, err := s.blobs.Get(ctx, sp, id)
+	switch {
+	case errors.Is(err, blobstore.ErrMissing):
+		return nil, fmt.Errorf("load %s %s: %w: %w", what, id, ErrMissing, err)
+	case errors.Is(err, blobstore.ErrCorrupt):
+		return nil, fmt.Errorf("load %s %s: %w: %w", what, id, ErrCorrupt, err)
+	case err != nil:
+		return nil, fmt.Errorf("load %s %s: %w", what, id, err)
+	}
 	return data, nil
 }
 
