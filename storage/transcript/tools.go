@@ -88,7 +88,9 @@ func (s *Store) PutTools(ctx context.Context, tools []model.ToolDef) (string, er
 
 // Tools loads the tool definitions PutTools stored under id. A set that
 // is missing, damaged or not a tool set wraps ErrMissing or ErrCorrupt,
-// as a chunk does: the caller sends the definitions again.
+// as a chunk does: the caller sends the definitions again. The
+// definitions are shared with later loads; callers must not change them
+// (providers that rename tools copy them first, model.WireNames).
 func (s *Store) Tools(ctx context.Context, id string) ([]model.ToolDef, error) {
 	if tools, ok := s.tools.get(id); ok {
 		return tools, nil
