@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/storage/blobstore"
@@ -26,37 +25,10 @@ type toolSet struct {
 	Tools []model.ToolDef `json:"tools"`
 }
 
-// toolSetsBytes bounds the decoded tool sets kept in memory: a worker
-// serves few distinct sets (one per agent and tool configuration), and
-// each call of every turn reads one.
+// toolSetsBytes bounds the decoded tool sets kept in memory (Store.tools):
+// a worker serves few distinct sets (one per agent and tool
+// configuration), and each call of every turn reads one.
 const toolSetsBytes = 4 << 20
-
-// toolCache keeps tool sets this process stored or read intact.
-type toolCache struct {
-	mu   sync.Mutex
-	sets *lru[[]model.ToolDef]
-}
-
-func (c *toolCache) get(id string) ([]model.ToolDef, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sets == nil {
-		return nil, false
-	}
-	return c.sets.get(id)
-}
-
-func (c *toolCache) put(id string, tools []model.ToolDef, size int) {
-	if size > toolSetsBytes {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sets == nil {
-		c.sets = newLRU[[]model.ToolDef](toolSetsBytes)
-	}
-	c.sets.add(id, tools, int64(size))
-}
 
 func (s *Store) toolsSpace() blobstore.Space {
 	sp := s.space

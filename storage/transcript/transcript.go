@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tollgate-dev/tollgate/model"
 	"github.com/tollgate-dev/tollgate/results"
 	"github.com/tollgate-dev/tollgate/storage/blobstore"
 )
@@ -49,9 +50,11 @@ type chunk struct {
 type Store struct {
 	blobs  *blobstore.Store
 	space  blobstore.Space
-	chunks *cache
+	chunks *cache[[]byte]
 	convs  *convCache
-	tools  toolCache
+	// tools keeps the tool sets this process stored or read, whatever
+	// the store (tools.go).
+	tools *cache[[]model.ToolDef]
 }
 
 // Options configure a Store.
@@ -72,7 +75,7 @@ type Options struct {
 
 // New keeps chunks in blobs, under Space.
 func New(blobs *blobstore.Store, o Options) *Store {
-	return &Store{blobs: blobs, space: Space, chunks: newCache(o.CacheBytes), convs: newConvCache(o.ConversationBytes)}
+	return &Store{blobs: blobs, space: Space, chunks: newCache[[]byte](o.CacheBytes), convs: newConvCache(o.ConversationBytes), tools: newCache[[]model.ToolDef](toolSetsBytes)}
 }
 
 // NewStore keeps chunks in the directory dir, creating it if needed: the
@@ -83,7 +86,7 @@ func NewStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create transcript directory: %w", err)
 	}
-	return &Store{blobs: blobs, space: blobstore.Space{Suffix: Space.Suffix}}, nil
+	return &Store{blobs: blobs, space: blobstore.Space{Suffix: Space.Suffix}, tools: newCache[[]model.ToolDef](toolSetsBytes)}, nil
 }
 
 // Append stores messages after head ("" starts a new chain) and returns
@@ -155,7 +158,7 @@ func (s *Store) putEncoded(ctx context.Context, data []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("store transcript chunk: %w", err)
 	}
-	s.chunks.put(id, data)
+	s.chunks.put(id, data, len(data))
 	return id, nil
 }
 
@@ -239,7 +242,7 @@ func (s *Store) get(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.chunks.put(id, data)
+	s.chunks.put(id, data, len(data))
 	return data, nil
 }
 

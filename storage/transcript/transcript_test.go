@@ -226,7 +226,7 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 		_, err := s.Load(h)
 		require.NoError(t, err, "the newest chunks are cached")
 	}
-	require.LessOrEqual(t, s.chunks.chunks.size, s.chunks.chunks.max)
+	require.LessOrEqual(t, s.chunks.items.size, s.chunks.items.max)
 
 	// A chunk larger than the whole cache is never kept.
 	big, err := s.Append("", []results.Message{results.UserText(strings.Repeat("x", 4*len(one)))})
