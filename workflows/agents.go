@@ -651,6 +651,23 @@ func waitKey(cards []results.Card) string {
 	return b.String()
 }
 
+// childWaitsVersion of the turn's change marker receives child turns'
+// waits only in a turn that can call an agent as a tool. Every other turn
+// kept the receiving coroutine idle for its whole life, a goroutine and
+// the SDK's state for it held as long as the turn was parked (bench row
+// 3a).
+const childWaitsVersion = toolsRefVersion + 1
+
+// receivesChildWaits says whether the turn runs receiveChildWaits: only
+// a turn that calls agents as tools starts child turns (a handoff ends the
+// turn instead), and it knows from its input whether it can.
+func (t *turn) receivesChildWaits() bool {
+	if t.v < agentsVersion {
+		return false
+	}
+	return t.v < childWaitsVersion || len(t.agentTools) > 0
+}
+
 // receiveChildWaits keeps each agent call's card showing what waits in
 // the agent's turn.
 func (t *turn) receiveChildWaits(ctx workflow.Context) {

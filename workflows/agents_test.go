@@ -3,6 +3,7 @@ package workflows
 import (
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -315,6 +316,48 @@ func TestCancellingTheParentCancelsItsChildren(t *testing.T) {
 		require.True(t, card.State.Final(), "call %s is %s", card.CallID, card.State)
 	}
 	require.Equal(t, results.StateRefused, mustCard(t, child.Cards, "call_1").State)
+}
+
+// receivingChildWaits counts the goroutines blocked in receiveChildWaits.
+func receivingChildWaits() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "workflows.(*turn).receiveChildWaits")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// A turn that cannot call an agent does not keep a coroutine for child
+// turns' waits while it is parked; the same turn recorded at the version
+// before still runs one, as it did.
+func TestOnlyATurnThatCallsAgentsReceivesChildWaits(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		v    workflow.Version
+		want int
+	}{
+		{"latest", latestTurnVersion, 0},
+		{"before childWaitsVersion", childWaitsVersion - 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t,
+				calls("", tc("w1", "write", `{"path":"a.md","content":"x"}`)),
+				results.AssistantText("written"))
+			h.env.OnGetVersion(hardeningChange, workflow.DefaultVersion, latestTurnVersion).Return(c.v)
+			before, parked := receivingChildWaits(), -1
+			h.env.RegisterDelayedCallback(func() {
+				require.Equal(t, StatusWaiting, h.state(t).Status)
+				parked = receivingChildWaits()
+			}, time.Minute)
+			h.respond(2*time.Minute, Response{CallID: "w1", Decision: results.DecisionApprove, By: "ann"}, nil)
+			res := h.run(t, Input{Prompt: "write it", Tools: []string{"write"}})
+			require.Equal(t, StatusCompleted, res.Status)
+			require.Equal(t, c.want, parked-before)
+		})
+	}
 }
 
 func TestNamedAgentHandsOffOnlyToItsHandoffs(t *testing.T) {

@@ -73,7 +73,8 @@ func (f Features) AgentTurn(ctx workflow.Context, in Input) (Result, error) {
 // a context window (compaction.go); version 18 (inlineTailVersion) lets
 // model calls leave a short tail of the conversation unstored (tail.go);
 // version 19 (toolsRefVersion) sends the tool definitions with the first
-// model call only (toolsref.go).
+// model call only (toolsref.go); version 20 (childWaitsVersion) receives
+// child turns' waits only in a turn that calls agents (agents.go).
 // Turns that started before a version
 // replay as they ran.
 const (
@@ -228,7 +229,7 @@ const rulesVersion = modelQueuesVersion + 3
 // the marker (AgentTurn, for turns that name agents, and setup) ask with
 // it: the marker is recorded once, so a lower maximum at the first would
 // hold a new turn below every later version.
-const latestTurnVersion = toolsRefVersion
+const latestTurnVersion = childWaitsVersion
 
 // childBudgetVersion of the turn's change marker hands a called agent the
 // caller's remaining budget, so a child cannot spend past its caller's
@@ -307,7 +308,7 @@ func (t *turn) setup(ctx workflow.Context, f Features) error {
 	}
 	workflow.Go(ctx, t.receiveSignals)
 	t.indexAgents()
-	if t.v >= agentsVersion {
+	if t.receivesChildWaits() {
 		workflow.Go(ctx, t.receiveChildWaits)
 	}
 	t.startEvents(ctx, f)

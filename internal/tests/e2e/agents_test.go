@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/tollgate-dev/tollgate"
 	"github.com/tollgate-dev/tollgate/model/scripted"
@@ -60,6 +61,7 @@ func TestAgentChildApprovalIsAnsweredThroughTheParent(t *testing.T) {
 		return ok && c.Agent != nil && len(c.Agent.Waiting) == 1
 	})
 	require.Equal(t, workflows.StatusWaiting, s.Status)
+	require.Contains(t, e.coroutines(run), "receiveChildWaits", "a turn that calls agents hears their waits")
 	c := mustCard(t, s.Cards, "c1")
 	require.Equal(t, results.StateRunning, c.State)
 	require.Equal(t, []string{"boss", "helper"}, c.Agent.Chain)
@@ -86,6 +88,44 @@ func TestAgentChildApprovalIsAnsweredThroughTheParent(t *testing.T) {
 	require.Equal(t, "hi", string(b))
 	// Four model calls: two of each agent, counted in the parent.
 	require.Positive(t, res.Usage.InputTokens)
+	e.record(run)
+}
+
+// coroutines is the running turn's goroutines as the SDK's built-in
+// stack trace query lists them.
+func (e *env) coroutines(run client.WorkflowRun) string {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	v, err := e.caller.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), client.QueryTypeStackTrace)
+	require.NoError(e.t, err)
+	var st string
+	require.NoError(e.t, v.Get(&st))
+	return st
+}
+
+// A parked turn that cannot call an agent holds no coroutine for child
+// turns' waits: an idle goroutine per parked turn is memory that a worker
+// with thousands of them pays for.
+func TestAParkedTurnWithoutAgentsHoldsNoChildWaitsReceiver(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "approval_without_agents")
+	model := e.script(
+		reply("", call("w1", "write_file", map[string]string{"path": "a.txt", "content": "a"})),
+		expecting(reply("Written."), 1, "created a.txt"),
+	)
+	e.startWorker()
+	run := e.start(workflows.Input{Prompt: "Write a.txt", Model: model, Tools: []string{"write_file"}})
+	e.waitCard(run, "w1", results.StatePendingApproval)
+	st := e.coroutines(run)
+	require.Contains(t, st, "receiveSignals", "the trace lists the turn's coroutines")
+	require.NotContains(t, st, "receiveChildWaits")
+
+	_, err := respond(e.dial("e2e-approver"), run, workflows.Response{CallID: "w1", Decision: results.DecisionApprove, By: "ann"})
+	require.NoError(t, err)
+	res := e.result(run)
+	require.Equal(t, workflows.StatusCompleted, res.Status, res.Error)
+	require.Equal(t, "Written.", res.Text)
 	e.record(run)
 }
 
