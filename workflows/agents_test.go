@@ -330,6 +330,22 @@ func receivingChildWaits() int {
 	}
 }
 
+// settledChildWaits is receivingChildWaits once earlier tests' turns have
+// stopped exiting: the SDK ends a finished workflow's coroutines on a
+// goroutine of its own, after the test that ran it has returned.
+func settledChildWaits() int {
+	n, same := receivingChildWaits(), 0
+	for deadline := time.Now().Add(2 * time.Second); same < 3 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		if m := receivingChildWaits(); m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
+}
+
 // A turn that cannot call an agent does not keep a coroutine for child
 // turns' waits while it is parked; the same turn recorded at the version
 // before still runs one, as it did.
@@ -347,7 +363,7 @@ func TestOnlyATurnThatCallsAgentsReceivesChildWaits(t *testing.T) {
 				calls("", tc("w1", "write", `{"path":"a.md","content":"x"}`)),
 				results.AssistantText("written"))
 			h.env.OnGetVersion(hardeningChange, workflow.DefaultVersion, latestTurnVersion).Return(c.v)
-			before, parked := receivingChildWaits(), -1
+			before, parked := settledChildWaits(), -1
 			h.env.RegisterDelayedCallback(func() {
 				require.Equal(t, StatusWaiting, h.state(t).Status)
 				parked = receivingChildWaits()
