@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,10 +73,10 @@ func (s *Store) Tools(ctx context.Context, id string) ([]model.ToolDef, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The blob store checked the content against its hash, and only
+	// PutTools writes under this suffix.
 	var set toolSet
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&set); err != nil || set.Tools == nil {
+	if err := json.Unmarshal(data, &set); err != nil || set.Tools == nil {
 		return nil, fmt.Errorf("load tool definitions %s: not a stored tool set: %w", id, ErrCorrupt)
 	}
 	s.tools.put(id, set.Tools, len(data))
