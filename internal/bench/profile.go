@@ -219,3 +219,66 @@ func area(fn string) string {
 	}
 	return "other"
 }
+
+// roles name who a CPU sample worked for, by the frames on its stack,
+// first match wins: the server's request handling and background queues,
+// NATS, the worker's workflow code (the SDK's coroutines, with the
+// decoding and encoding they do), its activities, its workflow-task
+// processing around them, and the garbage collector. Everything else
+// (gRPC clients, pollers, the scheduler) is "other".
+var roles = []struct {
+	name   string
+	frames []string
+}{
+	{"Temporal server", []string{"go.temporal.io/server/"}},
+	{"NATS", []string{"github.com/nats-io/"}},
+	{"workflow code", []string{"go.temporal.io/sdk/internal.(*coroutineState).run"}},
+	{"activities", []string{"go.temporal.io/sdk/internal.(*activityTaskPoller).ProcessTask"}},
+	{"workflow tasks", []string{"go.temporal.io/sdk/internal.(*workflowTaskProcessor)", "go.temporal.io/sdk/internal.(*workflowTaskPoller)"}},
+	{"garbage collector", []string{"runtime.gcBgMarkWorker"}},
+}
+
+// RoleNames are the roles splitByRole reports, in order, "other" last.
+func RoleNames() []string {
+	names := make([]string, 0, len(roles)+1)
+	for _, r := range roles {
+		names = append(names, r.name)
+	}
+	return append(names, "other")
+}
+
+// splitByRole sums a CPU profile's samples by role (RoleNames).
+func splitByRole(p *profile.Profile) (map[string]time.Duration, error) {
+	vi := -1
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" && st.Unit == "nanoseconds" {
+			vi = i
+		}
+	}
+	if vi < 0 {
+		return nil, fmt.Errorf("the profile has no cpu/nanoseconds samples")
+	}
+	out := map[string]time.Duration{}
+	for _, s := range p.Sample {
+		out[roleOf(s)] += time.Duration(s.Value[vi])
+	}
+	return out, nil
+}
+
+func roleOf(s *profile.Sample) string {
+	for _, r := range roles {
+		for _, loc := range s.Location {
+			for _, line := range loc.Line {
+				if line.Function == nil {
+					continue
+				}
+				for _, f := range r.frames {
+					if strings.HasPrefix(line.Function.Name, f) {
+						return r.name
+					}
+				}
+			}
+		}
+	}
+	return "other"
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,4 +48,30 @@ func TestArea(t *testing.T) {
 	} {
 		require.Equal(t, want, area(fn), fn)
 	}
+}
+
+// TestRoleOf checks a sample goes to the first role any frame of its
+// stack names, and to "other" when none does.
+func TestRoleOf(t *testing.T) {
+	sample := func(names ...string) *profile.Sample {
+		s := &profile.Sample{}
+		for _, n := range names {
+			s.Location = append(s.Location, &profile.Location{Line: []profile.Line{{Function: &profile.Function{Name: n}}}})
+		}
+		return s
+	}
+	for want, s := range map[string]*profile.Sample{
+		"Temporal server": sample("runtime.memmove", "go.temporal.io/server/service/history.(*Handler).RespondWorkflowTaskCompleted"),
+		"workflow code":   sample("encoding/json.Unmarshal", "github.com/tollgate-dev/tollgate/workflows.(*turn).run", "go.temporal.io/sdk/internal.(*coroutineState).run"),
+		"activities":      sample("github.com/tollgate-dev/tollgate/activities.(*Activities).CallModel", "go.temporal.io/sdk/internal.(*activityTaskPoller).ProcessTask"),
+		"workflow tasks":  sample("go.temporal.io/sdk/internal.(*workflowTaskProcessor).ProcessTask"),
+		// A NATS client publishing from an activity is NATS's, not the
+		// activity's: NATS comes first.
+		"NATS":              sample("github.com/nats-io/nats%2ego.(*Conn).PublishMsg", "go.temporal.io/sdk/internal.(*activityTaskPoller).ProcessTask"),
+		"garbage collector": sample("runtime.scanobject", "runtime.gcBgMarkWorker"),
+		"other":             sample("runtime.futex", "google.golang.org/grpc.(*ClientConn).Invoke"),
+	} {
+		require.Equal(t, want, roleOf(s))
+	}
+	require.Equal(t, "other", RoleNames()[len(RoleNames())-1])
 }

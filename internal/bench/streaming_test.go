@@ -1,9 +1,13 @@
 package bench
 
 import (
+	"bytes"
+	"fmt"
+	"runtime/pprof"
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-dev/tollgate/stream"
@@ -11,7 +15,10 @@ import (
 
 // Row 1b with streaming on: the same turns, their model calls streamed
 // to an embedded NATS server, against the bare loop, and against the
-// same turns unstreamed, all three on one server, run in turn.
+// same turns unstreamed, all on one server, run in turn. A fourth
+// configuration streams into stream.Discard: the turn and its model
+// calls do all their streaming work but nothing is encoded or sent, which
+// splits streaming's cost between the worker and the transport.
 // Gated: set TOLLGATE_BENCH_STREAMING=1 (and TOLLGATE_BENCH_STREAMING_REPS,
 // by default as many as make bench runs: a repetition's ratio varies by
 // a tenth either way on a shared machine, and the median of few is no
@@ -28,15 +35,107 @@ func TestStreamingRow1b(t *testing.T) {
 	t.Cleanup(pub.Close)
 	require.Eventually(t, pub.Ready, 10*time.Second, 20*time.Millisecond)
 
-	row := pairedRow1b(t, reps, Variant{Queue: TollgateQueue + "-streaming", Events: pub})
-	for k := range row.turns {
+	row := pairedRow1b(t, reps,
+		Variant{Queue: TollgateQueue + "-streaming", Events: pub},
+		Variant{Queue: TollgateQueue + "-discarded", Events: stream.Discard{}})
+	for k, name := range []string{"unstreamed", "streamed", "streamed into Discard"} {
 		turn, bare := row.perCall(k)
 		ratios := row.ratios(k)
-		t.Logf("streaming %v: %d calls, per call %s (bare loop %s), ratio to the bare loop %s (goal %.2f); repetitions' ratios: quartiles %.2f to %.2f",
-			k == 1, DefaultConfig().Calls, turn, bare, medianOf(ratios), StreamingCallGoal, Percentile(ratios, 25), Percentile(ratios, 75))
+		t.Logf("%s: %d calls, per call %s (bare loop %s), ratio to the bare loop %s (goal %.2f); repetitions' ratios: quartiles %.2f to %.2f",
+			name, DefaultConfig().Calls, turn, bare, medianOf(ratios), StreamingCallGoal, Percentile(ratios, 25), Percentile(ratios, 75))
 	}
-	t.Logf("streamed turns against unstreamed ones, repetition by repetition: %s", medianOf(row.against(1, 0)))
+	t.Logf("repetition by repetition: streamed against unstreamed %s; the worker's part (Discard against unstreamed) %s; the transport's (streamed against Discard) %s",
+		medianOf(row.against(1, 0)), medianOf(row.against(2, 0)), medianOf(row.against(1, 2)))
 	published, dropped := pub.Counts()
 	t.Logf("events published %d, dropped %d", published, dropped)
 	require.Positive(t, published, "the streamed turns published their events")
+}
+
+// Where row 1b's turns spend CPU beyond the bare loop's, unstreamed and
+// streamed: blocks of turns of each kind in turn, each block under a CPU
+// profile of this whole process (server, workers, NATS), summed by kind
+// and split by role (splitByRole). Paired by block, since from one run
+// to the next the server alone moved by a tenth of a turn's CPU.
+// Gated: TOLLGATE_BENCH_CPU=1 (and TOLLGATE_BENCH_CPU_BLOCKS, blocks of
+// 10 turns a kind).
+//
+//	TOLLGATE_BENCH_CPU=1 go test -run TestStreamingRow1bCPU -v ./internal/bench/
+func TestStreamingRow1bCPU(t *testing.T) {
+	const per = 10
+	blocks := gated(t, "TOLLGATE_BENCH_CPU", "row 1b's CPU by role", "TOLLGATE_BENCH_CPU_BLOCKS", 30)
+	nats, err := stream.StartEmbedded(t.TempDir(), 0)
+	require.NoError(t, err)
+	t.Cleanup(nats.Shutdown)
+	pub, err := stream.Connect(stream.Config{URL: nats.URL()})
+	require.NoError(t, err)
+	t.Cleanup(pub.Close)
+	require.Eventually(t, pub.Ready, 10*time.Second, 20*time.Millisecond)
+	streamed := TollgateQueue + "-streaming"
+	n := DefaultConfig().Calls
+	e, err := Start(Options{DynamicConfig: TunedDynamicConfig(), Variants: []Variant{{Queue: streamed, Events: pub}}})
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	model, err := e.Script(n, 1, NoopTool, struct{}{})
+	require.NoError(t, err)
+	ctx := t.Context()
+	kinds := []string{"bare loop", "unstreamed", "streamed"}
+	run := []func() error{
+		func() error { return e.RunBare(ctx, id("cpu-loop"), BareLoopName, n) },
+		func() error {
+			_, err := e.runTurnOn(ctx, TollgateQueue, id("cpu-turn"), TurnInput(model, n, false))
+			return err
+		},
+		func() error {
+			_, err := e.runTurnOn(ctx, streamed, id("cpu-streamed"), TurnInput(model, n, false))
+			return err
+		},
+	}
+	for _, f := range run {
+		require.NoError(t, f(), "warm-up")
+	}
+	roles := make([]map[string]time.Duration, len(kinds))
+	walls := make([]time.Duration, len(kinds))
+	for i := range roles {
+		roles[i] = map[string]time.Duration{}
+	}
+	for b := 0; b < blocks; b++ {
+		for j := range kinds {
+			k := (b + j) % len(kinds)
+			var wall time.Duration
+			var buf bytes.Buffer
+			require.NoError(t, pprof.StartCPUProfile(&buf))
+			for range per {
+				d, err := timed(run[k])
+				if err != nil {
+					pprof.StopCPUProfile()
+					require.NoError(t, err)
+				}
+				wall += d
+			}
+			pprof.StopCPUProfile()
+			p, err := profile.ParseData(buf.Bytes())
+			require.NoError(t, err)
+			split, err := splitByRole(p)
+			require.NoError(t, err)
+			for r, d := range split {
+				roles[k][r] += d
+			}
+			walls[k] += wall
+		}
+	}
+	turns := time.Duration(blocks * per)
+	perTurn := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d/turns)/1e6) }
+	var total [3]time.Duration
+	for _, r := range RoleNames() {
+		for k := range kinds {
+			total[k] += roles[k][r]
+		}
+		t.Logf("%-18s bare loop %s, unstreamed %s (%+.2f), streamed %s (%+.2f) CPU a turn", r,
+			perTurn(roles[0][r]), perTurn(roles[1][r]), float64((roles[1][r]-roles[0][r])/turns)/1e6,
+			perTurn(roles[2][r]), float64((roles[2][r]-roles[0][r])/turns)/1e6)
+	}
+	for k, name := range kinds {
+		t.Logf("%s: %s CPU and %s wall a turn", name, perTurn(total[k]), perTurn(walls[k]))
+	}
+	require.Positive(t, roles[1]["workflow code"], "the turns' workflow code shows in the profiles")
 }
