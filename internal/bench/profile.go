@@ -145,14 +145,9 @@ func summarize(data []byte, n int) (*CPUProfile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse the CPU profile: %w", err)
 	}
-	vi := -1
-	for i, st := range p.SampleType {
-		if st.Type == "cpu" && st.Unit == "nanoseconds" {
-			vi = i
-		}
-	}
-	if vi < 0 {
-		return nil, fmt.Errorf("the profile has no cpu/nanoseconds samples")
+	vi, err := cpuIndex(p)
+	if err != nil {
+		return nil, err
 	}
 	flat, cum, areas := map[string]int64{}, map[string]int64{}, map[string]int64{}
 	var total int64
@@ -193,6 +188,16 @@ func summarize(data []byte, n int) (*CPUProfile, error) {
 	}
 	slices.SortFunc(c.Areas, byFlat)
 	return c, nil
+}
+
+// cpuIndex is the index of a CPU profile's samples' CPU time.
+func cpuIndex(p *profile.Profile) (int, error) {
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" && st.Unit == "nanoseconds" {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("the profile has no cpu/nanoseconds samples")
 }
 
 // area names whose code a function is, from its package path.
@@ -249,14 +254,9 @@ func RoleNames() []string {
 
 // splitByRole sums a CPU profile's samples by role (RoleNames).
 func splitByRole(p *profile.Profile) (map[string]time.Duration, error) {
-	vi := -1
-	for i, st := range p.SampleType {
-		if st.Type == "cpu" && st.Unit == "nanoseconds" {
-			vi = i
-		}
-	}
-	if vi < 0 {
-		return nil, fmt.Errorf("the profile has no cpu/nanoseconds samples")
+	vi, err := cpuIndex(p)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]time.Duration{}
 	for _, s := range p.Sample {

@@ -27,13 +27,7 @@ import (
 //	TOLLGATE_BENCH_STREAMING=1 go test -run TestStreamingRow1b -v ./internal/bench/
 func TestStreamingRow1b(t *testing.T) {
 	reps := gated(t, "TOLLGATE_BENCH_STREAMING", "row 1b with streaming on", "TOLLGATE_BENCH_STREAMING_REPS", DefaultConfig().CallReps)
-	nats, err := stream.StartEmbedded(t.TempDir(), 0)
-	require.NoError(t, err)
-	t.Cleanup(nats.Shutdown)
-	pub, err := stream.Connect(stream.Config{URL: nats.URL()})
-	require.NoError(t, err)
-	t.Cleanup(pub.Close)
-	require.Eventually(t, pub.Ready, 10*time.Second, 20*time.Millisecond)
+	pub := embeddedPublisher(t)
 
 	row := pairedRow1b(t, reps,
 		Variant{Queue: TollgateQueue + "-streaming", Events: pub},
@@ -63,13 +57,7 @@ func TestStreamingRow1b(t *testing.T) {
 func TestStreamingRow1bCPU(t *testing.T) {
 	const per = 10
 	blocks := gated(t, "TOLLGATE_BENCH_CPU", "row 1b's CPU by role", "TOLLGATE_BENCH_CPU_BLOCKS", 30)
-	nats, err := stream.StartEmbedded(t.TempDir(), 0)
-	require.NoError(t, err)
-	t.Cleanup(nats.Shutdown)
-	pub, err := stream.Connect(stream.Config{URL: nats.URL()})
-	require.NoError(t, err)
-	t.Cleanup(pub.Close)
-	require.Eventually(t, pub.Ready, 10*time.Second, 20*time.Millisecond)
+	pub := embeddedPublisher(t)
 	streamed := TollgateQueue + "-streaming"
 	n := DefaultConfig().Calls
 	e, err := Start(Options{DynamicConfig: TunedDynamicConfig(), Variants: []Variant{{Queue: streamed, Events: pub}}})
@@ -138,4 +126,17 @@ func TestStreamingRow1bCPU(t *testing.T) {
 		t.Logf("%s: %s CPU and %s wall a turn", name, perTurn(total[k]), perTurn(walls[k]))
 	}
 	require.Positive(t, roles[1]["workflow code"], "the turns' workflow code shows in the profiles")
+}
+
+// embeddedPublisher publishes to a NATS server embedded for the test.
+func embeddedPublisher(t *testing.T) *stream.NATS {
+	t.Helper()
+	nats, err := stream.StartEmbedded(t.TempDir(), 0)
+	require.NoError(t, err)
+	t.Cleanup(nats.Shutdown)
+	pub, err := stream.Connect(stream.Config{URL: nats.URL()})
+	require.NoError(t, err)
+	t.Cleanup(pub.Close)
+	require.Eventually(t, pub.Ready, 10*time.Second, 20*time.Millisecond)
+	return pub
 }
