@@ -243,8 +243,8 @@ var roles = []struct {
 	{"garbage collector", []string{"runtime.gcBgMarkWorker"}},
 }
 
-// RoleNames are the roles splitByRole reports, in order, "other" last.
-func RoleNames() []string {
+// roleNames are the roles splitByRole reports, in order, "other" last.
+func roleNames() []string {
 	names := make([]string, 0, len(roles)+1)
 	for _, r := range roles {
 		names = append(names, r.name)
@@ -252,7 +252,7 @@ func RoleNames() []string {
 	return append(names, "other")
 }
 
-// splitByRole sums a CPU profile's samples by role (RoleNames).
+// splitByRole sums a CPU profile's samples by role (roleNames).
 func splitByRole(p *profile.Profile) (map[string]time.Duration, error) {
 	vi, err := cpuIndex(p)
 	if err != nil {

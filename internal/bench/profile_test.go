@@ -73,5 +73,5 @@ func TestRoleOf(t *testing.T) {
 	} {
 		require.Equal(t, want, roleOf(s))
 	}
-	require.Equal(t, "other", RoleNames()[len(RoleNames())-1])
+	require.Equal(t, "other", roleNames()[len(roleNames())-1])
 }

@@ -49,7 +49,7 @@ func TestStreamingRow1b(t *testing.T) {
 // streamed: blocks of turns of each kind in turn, each block under a CPU
 // profile of this whole process (server, workers, NATS), summed by kind
 // and split by role (splitByRole). Paired by block, since from one run
-// to the next the server alone moved by a tenth of a turn's CPU.
+// to the next the server's share alone moved by a fifth.
 // Gated: TOLLGATE_BENCH_CPU=1 (and TOLLGATE_BENCH_CPU_BLOCKS, blocks of
 // 10 turns a kind).
 //
@@ -114,11 +114,11 @@ func TestStreamingRow1bCPU(t *testing.T) {
 	turns := time.Duration(blocks * per)
 	perTurn := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d/turns)/1e6) }
 	var total [3]time.Duration
-	for _, r := range RoleNames() {
+	for _, r := range roleNames() {
 		for k := range kinds {
 			total[k] += roles[k][r]
 		}
-		t.Logf("%-18s bare loop %s, unstreamed %s (%+.2f), streamed %s (%+.2f) CPU a turn", r,
+		t.Logf("%-18s bare loop %s, unstreamed %s (%+.2f ms), streamed %s (%+.2f ms) CPU a turn", r,
 			perTurn(roles[0][r]), perTurn(roles[1][r]), float64((roles[1][r]-roles[0][r])/turns)/1e6,
 			perTurn(roles[2][r]), float64((roles[2][r]-roles[0][r])/turns)/1e6)
 	}
